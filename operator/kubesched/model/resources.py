@@ -1,0 +1,113 @@
+"""Resource amounts as the scheduler counts them: millicores, bytes, pod slots, extended resources."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubesched.model.quantity import milli_value, parse_quantity, value
+
+CPU = "cpu"
+MEMORY = "memory"
+EPHEMERAL_STORAGE = "ephemeral-storage"
+PODS = "pods"
+
+# Defaults used for scoring only, so zero-request pods do not all pile onto one node.
+DEFAULT_MILLI_CPU_REQUEST = 100
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+
+
+def is_scalar_resource_name(name: str) -> bool:
+    """Extended, prefixed-native, hugepages- and attachable-volumes- resources (IsScalarResourceName)."""
+    if name.startswith(("hugepages-", "attachable-volumes-")):
+        return True
+    return "/" in name and not name.startswith("requests.")
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """An amount of each resource; immutable so a snapshot can share it safely."""
+
+    milli_cpu: int = 0
+    memory: int = 0
+    ephemeral_storage: int = 0
+    allowed_pods: int = 0
+    scalar: Mapping[str, int] = field(default_factory=dict)
+
+    def __add__(self, other: Resource) -> Resource:
+        return Resource(
+            self.milli_cpu + other.milli_cpu,
+            self.memory + other.memory,
+            self.ephemeral_storage + other.ephemeral_storage,
+            self.allowed_pods + other.allowed_pods,
+            _merge(self.scalar, other.scalar, lambda a, b: a + b),
+        )
+
+    def __sub__(self, other: Resource) -> Resource:
+        return Resource(
+            self.milli_cpu - other.milli_cpu,
+            self.memory - other.memory,
+            self.ephemeral_storage - other.ephemeral_storage,
+            self.allowed_pods - other.allowed_pods,
+            _merge(self.scalar, {k: -v for k, v in other.scalar.items()}, lambda a, b: a + b),
+        )
+
+    def max(self, other: Resource) -> Resource:
+        return Resource(
+            max(self.milli_cpu, other.milli_cpu),
+            max(self.memory, other.memory),
+            max(self.ephemeral_storage, other.ephemeral_storage),
+            max(self.allowed_pods, other.allowed_pods),
+            _merge(self.scalar, other.scalar, max),
+        )
+
+    def is_zero(self) -> bool:
+        return (
+            self.milli_cpu == 0
+            and self.memory == 0
+            and self.ephemeral_storage == 0
+            and not any(self.scalar.values())
+        )
+
+
+ZERO = Resource()
+
+
+def _merge(a: Mapping[str, int], b: Mapping[str, int], op: Any) -> Mapping[str, int]:
+    if not b:
+        return a
+    if not a:
+        return dict(b) if op is not max else {k: max(0, v) for k, v in b.items()}
+    out = dict(a)
+    for key, amount in b.items():
+        out[key] = op(out.get(key, 0), amount)
+    return out
+
+
+def resource_from_list(resources: Mapping[str, Any] | None) -> Resource:
+    """Convert a ResourceList (`{"cpu": "100m", ...}`); raises QuantityError on a malformed amount."""
+    if not resources:
+        return ZERO
+    milli_cpu = memory = storage = pods = 0
+    scalar: dict[str, int] = {}
+    for name, raw in resources.items():
+        quantity = parse_quantity(raw)
+        if name == CPU:
+            milli_cpu = milli_value(quantity)
+        elif name == MEMORY:
+            memory = value(quantity)
+        elif name == EPHEMERAL_STORAGE:
+            storage = value(quantity)
+        elif name == PODS:
+            pods = value(quantity)
+        elif is_scalar_resource_name(name):
+            scalar[name] = value(quantity)
+    return Resource(milli_cpu, memory, storage, pods, scalar)
+
+
+def sum_resources(items: Iterable[Resource]) -> Resource:
+    total = ZERO
+    for item in items:
+        total = total + item
+    return total
