@@ -8,7 +8,7 @@ Both may precompute per pod once (`prefilter` / `prescore`), so per-node work st
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
@@ -17,13 +17,23 @@ MAX_NODE_SCORE = 100
 FITS: tuple[str, ...] = ()
 
 
+class _Skip:
+    def __repr__(self) -> str:
+        return "SKIP"
+
+
+# Returned by `prefilter` when the pod passes this predicate on every node (no ports, no volumes,
+# no selector...): the algorithm then never calls `filter`, which keeps the per-node loop short.
+SKIP: Final = _Skip()
+
+
 class Predicate:
     """A filter. Subclasses set `name` (the legacy Policy name) and implement `filter`."""
 
     name: ClassVar[str]
 
     def prefilter(self, pod: Pod, snapshot: Snapshot) -> Any:
-        """Per-pod state handed to every `filter` call of this cycle."""
+        """Per-pod state handed to every `filter` call of this cycle, or SKIP when every node passes."""
         return None
 
     def filter(self, pod: Pod, state: Any, node: NodeInfo) -> Sequence[str]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from kubesched.model.quantity import QuantityError, milli_value, parse_quantity, value
@@ -24,7 +24,7 @@ from kubesched.model.resources import (
 
 ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
 REGION_LABELS = ("topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/region")
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +71,7 @@ class OwnerRef:
 
 @dataclass(frozen=True, slots=True)
 class Pod:
-    """What the scheduler needs of a pod; `raw` keeps the rest (affinity, volumes) for the plugins that read it."""
+    """What the scheduler needs of a pod; `spec` keeps the rest (affinity, volumes) for the plugins."""
 
     namespace: str
     name: str
@@ -122,9 +122,18 @@ class Node:
 
     @property
     def zone_key(self) -> str:
-        """GetZoneKey: region and zone joined, or "" when the node has neither."""
-        region = next((self.labels[k] for k in REGION_LABELS if k in self.labels), "")
-        zone = next((self.labels[k] for k in ZONE_LABELS if k in self.labels), "")
+        """GetZoneKey: region and zone joined, or "" when the node has neither.
+
+        1.20 reads the beta failure-domain labels first and falls back to the topology ones.
+        """
+        labels = self.labels
+        # Plain look-ups: selector spreading asks for every feasible node of every pod.
+        zone = labels.get(ZONE_LABELS[1])
+        if zone is None:
+            zone = labels.get(ZONE_LABELS[0], "")
+        region = labels.get(REGION_LABELS[1])
+        if region is None:
+            region = labels.get(REGION_LABELS[0], "")
         if not region and not zone:
             return ""
         return f"{region}:\x00:{zone}"
@@ -184,13 +193,17 @@ def _host_ports(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
         for port in container.get("ports") or []:
             host_port = int(port.get("hostPort") or 0)
             if host_port > 0:
-                ports.append(HostPort(port.get("hostIP") or "0.0.0.0", port.get("protocol") or "TCP", host_port))
+                ports.append(
+                    HostPort(port.get("hostIP") or "0.0.0.0", port.get("protocol") or "TCP", host_port)
+                )
     return tuple(ports)
 
 
 def _tolerations(spec: Mapping[str, Any]) -> tuple[Toleration, ...]:
     return tuple(
-        Toleration(t.get("key") or "", t.get("operator") or "Equal", str(t.get("value") or ""), t.get("effect") or "")
+        Toleration(
+            t.get("key") or "", t.get("operator") or "Equal", str(t.get("value") or ""), t.get("effect") or ""
+        )
         for t in spec.get("tolerations") or []
     )
 
@@ -264,7 +277,8 @@ def node_from_dict(obj: Mapping[str, Any]) -> Node:
         error = "node has no allocatable resources in its status"
     try:
         taints = tuple(
-            Taint(t.get("key") or "", str(t.get("value") or ""), t.get("effect") or "") for t in spec.get("taints") or []
+            Taint(t.get("key") or "", str(t.get("value") or ""), t.get("effect") or "")
+            for t in spec.get("taints") or []
         )
     except AttributeError as exc:
         taints = ()

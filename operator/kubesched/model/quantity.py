@@ -24,6 +24,8 @@ _QUANTITY = re.compile(
     r"^(?P<num>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
     r"(?:(?P<bin>Ki|Mi|Gi|Ti|Pi|Ei)|(?P<exp>[eE][+-]?[0-9]+)|(?P<dec>[numkMGTPE]?))$"
 )
+# The pattern apimachinery's error message quotes.
+_API_PATTERN = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
 # apimachinery refuses exponents this large; so do we, rather than build giant integers.
 _MAX_EXPONENT = 100
 
@@ -46,7 +48,7 @@ def parse_quantity(value: str | int | float) -> Fraction:
         raise QuantityError(f"quantity must be a string, got {type(value).__name__}")
     match = _QUANTITY.match(value.strip())
     if match is None or value != value.strip() or not value:
-        raise QuantityError(f"quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$', got {value!r}")
+        raise QuantityError(f"quantities must match the regular expression '{_API_PATTERN}', got {value!r}")
     number = Fraction(match["num"])
     if match["bin"]:
         return number * _BINARY[match["bin"]]

@@ -1,0 +1,3 @@
+from kubesched.cli import main
+
+main()

@@ -1,0 +1,146 @@
+"""The scheduler's view of the cluster: nodes, the pods on them, and pods assumed but not yet bound.
+
+Mutated only on the event loop (watch handlers and the scheduling loop). Every change replaces
+a node's immutable NodeInfo, so `snapshot()` is a cheap shallow copy that the executor can read
+while events keep arriving.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from typing import Any
+
+from kubesched.model.nodeinfo import ClusterObjects, NodeInfo, Snapshot
+from kubesched.model.objects import Node, Pod
+
+# ClusterObjects fields the watch handlers may fill, by the kind that feeds them.
+OBJECT_KINDS = {
+    "Service": "services",
+    "ReplicationController": "replication_controllers",
+    "ReplicaSet": "replica_sets",
+    "StatefulSet": "stateful_sets",
+    "PersistentVolume": "persistent_volumes",
+    "PersistentVolumeClaim": "persistent_volume_claims",
+    "StorageClass": "storage_classes",
+}
+
+
+class SchedulerCache:
+    def __init__(self) -> None:
+        self._nodes: list[NodeInfo] = []
+        self._index: dict[str, int] = {}  # replaced, never mutated, once a snapshot holds it
+        self._pods: dict[str, tuple[str, Pod]] = {}  # uid -> (node name, pod)
+        self._orphans: dict[str, dict[str, Pod]] = {}  # pods on nodes the cache has not seen (yet)
+        self._assumed: set[str] = set()
+        self._objects: dict[str, dict[str, Mapping[str, Any]]] = {f: {} for f in OBJECT_KINDS.values()}
+        self._frozen_objects: ClusterObjects | None = None
+
+    # --- nodes ---------------------------------------------------------------------------------
+
+    def set_node(self, node: Node) -> None:
+        i = self._index.get(node.name)
+        if i is not None:
+            self._nodes[i] = self._nodes[i].with_node(node)
+            return
+        info = NodeInfo(node)
+        for pod in self._orphans.pop(node.name, {}).values():
+            info = info.with_pod(pod)
+        self._index = {**self._index, node.name: len(self._nodes)}
+        self._nodes.append(info)
+
+    def remove_node(self, name: str) -> None:
+        i = self._index.get(name)
+        if i is None:
+            return
+        info = self._nodes.pop(i)
+        # Its pods stay accounted for: if the node comes back, they are still there.
+        if info.pods:
+            self._orphans[name] = dict(info.pods)
+        self._index = {n.name: j for j, n in enumerate(self._nodes)}
+
+    def node_names(self) -> list[str]:
+        return [n.name for n in self._nodes]
+
+    # --- pods ----------------------------------------------------------------------------------
+
+    def set_pod(self, pod: Pod) -> None:
+        """A pod bound to a node was observed (added, changed, or our assumption confirmed)."""
+        self._assumed.discard(pod.uid)
+        self._place(pod, pod.node_name)
+
+    def remove_pod(self, uid: str) -> None:
+        self._assumed.discard(uid)
+        self._unplace(uid)
+
+    def assume(self, pod: Pod, node_name: str) -> None:
+        """Account for `pod` on `node_name` before the bind lands, so the next cycle sees it."""
+        self._assumed.add(pod.uid)
+        self._place(replace(pod, node_name=node_name), node_name)
+
+    def forget(self, uid: str) -> None:
+        """Undo an assumption whose bind failed. A pod the watch already confirmed is left alone."""
+        if uid in self._assumed:
+            self._assumed.discard(uid)
+            self._unplace(uid)
+
+    def is_assumed(self, uid: str) -> bool:
+        return uid in self._assumed
+
+    def has_pod(self, uid: str) -> bool:
+        return uid in self._pods
+
+    def pod_node(self, uid: str) -> str | None:
+        entry = self._pods.get(uid)
+        return entry[0] if entry else None
+
+    def pods(self) -> Iterable[Pod]:
+        return (pod for _, pod in self._pods.values())
+
+    # --- other objects -------------------------------------------------------------------------
+
+    def set_object(self, kind: str, key: str, obj: Mapping[str, Any] | None) -> None:
+        """Record (or with None, drop) a Service, ReplicaSet, PV, ... for the plugins that read them."""
+        store = self._objects[OBJECT_KINDS[kind]]
+        if obj is None:
+            if store.pop(key, None) is None:
+                return
+        else:
+            store[key] = obj
+        self._frozen_objects = None
+
+    # --- snapshots -----------------------------------------------------------------------------
+
+    def snapshot(self) -> Snapshot:
+        if self._frozen_objects is None:
+            self._frozen_objects = ClusterObjects(**{f: dict(v) for f, v in self._objects.items()})
+        return Snapshot(tuple(self._nodes), self._frozen_objects, self._index)
+
+    def node_info(self, name: str) -> NodeInfo | None:
+        i = self._index.get(name)
+        return None if i is None else self._nodes[i]
+
+    # --- internals -----------------------------------------------------------------------------
+
+    def _place(self, pod: Pod, node_name: str) -> None:
+        self._unplace(pod.uid)
+        self._pods[pod.uid] = (node_name, pod)
+        i = self._index.get(node_name)
+        if i is None:
+            self._orphans.setdefault(node_name, {})[pod.uid] = pod
+        else:
+            self._nodes[i] = self._nodes[i].with_pod(pod)
+
+    def _unplace(self, uid: str) -> None:
+        entry = self._pods.pop(uid, None)
+        if entry is None:
+            return
+        node_name = entry[0]
+        i = self._index.get(node_name)
+        if i is not None:
+            self._nodes[i] = self._nodes[i].without_pod(uid)
+        else:
+            orphans = self._orphans.get(node_name, {})
+            orphans.pop(uid, None)
+            if not orphans:
+                self._orphans.pop(node_name, None)

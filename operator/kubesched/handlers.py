@@ -1,0 +1,75 @@
+"""Kopf wiring: watch events feed the scheduler's cache and queue, and nothing else.
+
+Only `@on.event` handlers, all returning None: other handler kinds on pods would make Kopf
+write annotations or finalizers onto every pod, and a returned value would be patched into
+`status`. They are `async` so that they run on the event loop, which owns the cache and the
+queue (Kopf runs plain functions in a thread pool). Pods are watched with kube-scheduler's
+non-terminal field selector.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kopf
+
+from kubesched.scheduler import Scheduler
+
+NON_TERMINAL_PODS = "status.phase!=Succeeded,status.phase!=Failed"
+
+# (group, version, plural, kind) of the objects some plugins read.
+WATCHED_OBJECTS = (
+    ("", "v1", "services", "Service"),
+    ("", "v1", "replicationcontrollers", "ReplicationController"),
+    ("apps", "v1", "replicasets", "ReplicaSet"),
+    ("apps", "v1", "statefulsets", "StatefulSet"),
+    ("", "v1", "persistentvolumes", "PersistentVolume"),
+    ("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim"),
+    ("storage.k8s.io", "v1", "storageclasses", "StorageClass"),
+)
+
+
+def operator_settings() -> kopf.OperatorSettings:
+    settings = kopf.OperatorSettings()
+    settings.peering.standalone = True
+    settings.peering.clusterwide = True
+    settings.posting.enabled = False  # our events are ours to post, with kube-scheduler's reasons
+    settings.scanning.disabled = True  # no CRD discovery needed for built-in kinds
+    settings.watching.field_selectors["pods"] = NON_TERMINAL_PODS
+    settings.watching.server_timeout = 300
+    settings.watching.client_timeout = 330
+    settings.watching.connect_timeout = 10
+    settings.networking.request_timeout = 60
+    settings.networking.connect_timeout = 10
+    return settings
+
+
+def build_registry(scheduler: Scheduler, login: kopf.ConnectionInfo) -> kopf.OperatorRegistry:
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.login(registry=registry)
+    async def _login(**_: Any) -> kopf.ConnectionInfo:
+        return login
+
+    @kopf.on.event("v1", "pods", registry=registry)
+    async def _pod(event: kopf.RawEvent, **_: Any) -> None:
+        scheduler.on_pod(event.get("type"), event["object"])
+
+    @kopf.on.event("v1", "nodes", registry=registry)
+    async def _node(event: kopf.RawEvent, **_: Any) -> None:
+        scheduler.on_node(event.get("type"), event["object"])
+
+    for group, version, plural, kind in WATCHED_OBJECTS:
+        _watch_object(registry, scheduler, group, version, plural, kind)
+
+    return registry
+
+
+def _watch_object(
+    registry: kopf.OperatorRegistry, scheduler: Scheduler, group: str, version: str, plural: str, kind: str
+) -> None:
+    api_version = f"{group}/{version}" if group else version
+
+    @kopf.on.event(api_version, plural, registry=registry)
+    async def _object(event: kopf.RawEvent, **_: Any) -> None:
+        scheduler.on_object(kind, event.get("type"), event["object"])

@@ -1,0 +1,113 @@
+"""Connecting to the API server: one client configuration shared by Kopf and our own requests."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import kopf
+from kubernetes_asyncio import client, config
+
+IN_CLUSTER_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
+
+
+async def load_configuration(kubeconfig: str | None) -> client.Configuration:
+    """From --kubeconfig, then $KUBECONFIG, then the in-cluster service account."""
+    conf = client.Configuration()
+    path = kubeconfig or os.environ.get("KUBECONFIG")
+    if path:
+        await config.load_kube_config(config_file=path, client_configuration=conf)
+    elif IN_CLUSTER_TOKEN.exists():
+        config.load_incluster_config(client_configuration=conf)  # type: ignore[no-untyped-call]
+    else:
+        await config.load_kube_config(client_configuration=conf)
+    return conf
+
+
+def connection_info(conf: client.Configuration) -> kopf.ConnectionInfo:
+    """The same endpoint and credentials for Kopf's watches."""
+    auth = conf.api_key.get("authorization") or conf.api_key.get("BearerToken") or ""
+    scheme, _, token = auth.partition(" ")
+    return kopf.ConnectionInfo(
+        server=str(conf.host),
+        ca_path=conf.ssl_ca_cert,
+        insecure=not conf.verify_ssl,
+        scheme=scheme or None,
+        token=token or None,
+        certificate_path=conf.cert_file,
+        private_key_path=conf.key_file,
+        username=conf.username or None,
+        password=conf.password or None,
+        default_namespace="default",
+    )
+
+
+@dataclass(slots=True)
+class TokenBucket:
+    """Client-side rate limit like client-go's: `qps` tokens a second, at most `burst` saved up."""
+
+    qps: float
+    burst: int
+    _tokens: float = field(init=False)
+    _stamp: float = field(init=False, default_factory=time.monotonic)
+    _lock: asyncio.Lock = field(init=False, default_factory=asyncio.Lock)
+
+    def __post_init__(self) -> None:
+        self._tokens = float(self.burst)
+
+    async def acquire(self) -> None:
+        if self.qps <= 0:
+            return
+        async with self._lock:
+            now = time.monotonic()
+            self._tokens = min(self.burst, self._tokens + (now - self._stamp) * self.qps)
+            self._stamp = now
+            self._tokens -= 1
+            if self._tokens < 0:
+                # Waiting while holding the lock keeps the requests in arrival order.
+                await asyncio.sleep(-self._tokens / self.qps)
+
+
+async def request(
+    api: client.ApiClient,
+    method: str,
+    path: str,
+    body: Any = None,
+    *,
+    query: Sequence[tuple[str, Any]] = (),
+    content_type: str = "application/json",
+    timeout: float = 30.0,
+) -> tuple[int, Any]:
+    """One API request with raw JSON in and out: (status, parsed body or error message).
+
+    The generated client would parse replies into models, and some it cannot parse (a
+    successful binding returns a Status, not a Binding); the raw path also skips that cost.
+    """
+    response = await api.call_api(
+        path,
+        method,
+        query_params=list(query),
+        header_params={"Content-Type": content_type, "Accept": "application/json"},
+        body=body,
+        auth_settings=["BearerToken"],
+        _preload_content=False,
+        _request_timeout=timeout,
+    )
+    try:
+        text = await response.text()
+        status = int(response.status)
+    finally:
+        response.release()
+    try:
+        parsed = json.loads(text) if text else None
+    except ValueError:
+        parsed = text
+    if status >= 300 and isinstance(parsed, dict):
+        return status, str(parsed.get("message") or text)
+    return status, parsed

@@ -1,0 +1,235 @@
+"""The scheduling queue: an active heap, a backoff heap and a set of unschedulable pods.
+
+Mirrors kube-scheduler's PriorityQueue: higher priority first, then the pod that has waited
+longest; failed pods back off (1 s doubling to 10 s); unschedulable pods wait for a cluster
+event that may help, or for the flush interval. Lives on the event loop; not thread-safe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import itertools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from kubesched.model.objects import Pod
+
+ACTIVE = "active"
+BACKOFF = "backoff"
+UNSCHEDULABLE = "unschedulable"
+
+
+@dataclass(slots=True)
+class QueuedPod:
+    """A pod and its scheduling history; the same object follows the pod between sub-queues."""
+
+    pod: Pod
+    added: float  # when it entered the current sub-queue (monotonic)
+    initial_attempt: float | None = None
+    last_attempt: float = 0.0
+    attempts: int = 0
+    cycle: int = 0  # scheduling cycle of its last pop
+    where: str = ACTIVE
+    gone: bool = False  # deleted or bound elsewhere while being scheduled
+
+    @property
+    def key(self) -> str:
+        return self.pod.uid
+
+
+@dataclass(slots=True)
+class QueueSettings:
+    initial_backoff: float = 1.0
+    max_backoff: float = 10.0
+    unschedulable_flush: float = 60.0
+
+
+@dataclass(slots=True)
+class SchedulingQueue:
+    settings: QueueSettings = field(default_factory=QueueSettings)
+    clock: Callable[[], float] = time.monotonic
+    _pods: dict[str, QueuedPod] = field(default_factory=dict)  # uid -> entry, in any sub-queue or in flight
+    _active: list[tuple[int, float, int, str]] = field(default_factory=list)
+    _backoff: list[tuple[float, int, str]] = field(default_factory=list)
+    _unschedulable: dict[str, QueuedPod] = field(default_factory=dict)
+    _in_flight: dict[str, QueuedPod] = field(default_factory=dict)
+    _seq: itertools.count[int] = field(default_factory=itertools.count)
+    _cycle: int = 0
+    _move_request_cycle: int = -1
+    _wakeup: asyncio.Event = field(default_factory=asyncio.Event)
+    _closed: bool = False
+
+    # --- what the watch handlers call -------------------------------------------------------
+
+    def add(self, pod: Pod) -> None:
+        """A pending pod appeared or changed. New pods go to the active heap."""
+        entry = self._pods.get(pod.uid)
+        if entry is None:
+            entry = QueuedPod(pod, self.clock())
+            self._pods[pod.uid] = entry
+            self._push_active(entry)
+            return
+        changed = _spec_changed(entry.pod, pod)
+        entry.pod = pod
+        # Our own status patches come back as updates; only a real change deserves a retry now.
+        if changed and entry.where == UNSCHEDULABLE:
+            del self._unschedulable[pod.uid]
+            self._push_active(entry)
+
+    def delete(self, uid: str) -> None:
+        """The pod was deleted or bound by someone: forget it wherever it is."""
+        entry = self._pods.pop(uid, None)
+        if entry is None:
+            return
+        entry.gone = True
+        self._unschedulable.pop(uid, None)
+        self._in_flight.pop(uid, None)
+        # Heap entries are skipped lazily when popped.
+
+    def move_all(self, event: str) -> int:
+        """A cluster event that may make unschedulable pods fit: give them another try."""
+        self._move_request_cycle = self._cycle
+        moved = 0
+        now = self.clock()
+        for uid in list(self._unschedulable):
+            entry = self._unschedulable.pop(uid)
+            if self._backoff_expiry(entry) > now:
+                self._push_backoff(entry)
+            else:
+                self._push_active(entry)
+            moved += 1
+        return moved
+
+    # --- what the scheduling loop calls ------------------------------------------------------
+
+    async def pop_batch(self, limit: int) -> list[QueuedPod]:
+        """Wait for at least one active pod, then take up to `limit` of them, best first."""
+        while True:
+            self.flush()
+            batch: list[QueuedPod] = []
+            while self._active and len(batch) < limit:
+                _, _, _, uid = heapq.heappop(self._active)
+                entry = self._pods.get(uid)
+                if entry is None or entry.where != ACTIVE or uid in self._in_flight:
+                    continue
+                self._cycle += 1
+                entry.cycle = self._cycle
+                entry.attempts += 1
+                entry.last_attempt = self.clock()
+                if entry.initial_attempt is None:
+                    entry.initial_attempt = entry.last_attempt
+                entry.where = "in-flight"
+                self._in_flight[uid] = entry
+                batch.append(entry)
+            if batch or self._closed:
+                return batch
+            self._wakeup.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wakeup.wait(), timeout=self._next_timer())
+
+    def done(self, entry: QueuedPod) -> None:
+        """The pod was scheduled (assumed and handed to the binder): it leaves the queue."""
+        self._in_flight.pop(entry.key, None)
+        if self._pods.get(entry.key) is entry:
+            del self._pods[entry.key]
+
+    def unschedulable(self, entry: QueuedPod) -> None:
+        """No node fits. Park the pod unless a cluster event arrived while it was being tried."""
+        if not self._take_back(entry):
+            return
+        if self._move_request_cycle >= entry.cycle:
+            self._push_backoff(entry)
+        else:
+            entry.where = UNSCHEDULABLE
+            entry.added = self.clock()
+            self._unschedulable[entry.key] = entry
+
+    def backoff(self, entry: QueuedPod) -> None:
+        """An error that is not the pod's fault (a failed bind): retry after its backoff."""
+        if self._take_back(entry):
+            self._push_backoff(entry)
+
+    def requeue_all(self) -> None:
+        """Everything waiting goes back to the active heap (on winning leadership)."""
+        for entry in list(self._pods.values()):
+            if entry.where in (BACKOFF, UNSCHEDULABLE):
+                self._unschedulable.pop(entry.key, None)
+                self._push_active(entry)
+
+    def close(self) -> None:
+        self._closed = True
+        self._wakeup.set()
+
+    def flush(self) -> None:
+        """Move pods whose backoff ended to active, and long-unschedulable pods back into play."""
+        now = self.clock()
+        while self._backoff and self._backoff[0][0] <= now:
+            _, _, uid = heapq.heappop(self._backoff)
+            entry = self._pods.get(uid)
+            if entry is not None and entry.where == BACKOFF:
+                self._push_active(entry)
+        limit = now - self.settings.unschedulable_flush
+        for uid in [u for u, e in self._unschedulable.items() if e.added <= limit]:
+            entry = self._unschedulable.pop(uid)
+            if self._backoff_expiry(entry) > now:
+                self._push_backoff(entry)
+            else:
+                self._push_active(entry)
+
+    def counts(self) -> dict[str, int]:
+        active = sum(1 for e in self._pods.values() if e.where == ACTIVE)
+        backoff = sum(1 for e in self._pods.values() if e.where == BACKOFF)
+        return {ACTIVE: active, BACKOFF: backoff, UNSCHEDULABLE: len(self._unschedulable)}
+
+    def __contains__(self, uid: object) -> bool:
+        return uid in self._pods
+
+    def __len__(self) -> int:
+        return len(self._pods)
+
+    # --- internals ----------------------------------------------------------------------------
+
+    def _take_back(self, entry: QueuedPod) -> bool:
+        self._in_flight.pop(entry.key, None)
+        if entry.gone:
+            return False
+        if self._pods.get(entry.key) is not entry:
+            self._pods[entry.key] = entry
+        return True
+
+    def _backoff_expiry(self, entry: QueuedPod) -> float:
+        duration: float = self.settings.initial_backoff * 2.0 ** max(entry.attempts - 1, 0)
+        return entry.last_attempt + min(duration, self.settings.max_backoff)
+
+    def _push_active(self, entry: QueuedPod) -> None:
+        entry.where = ACTIVE
+        entry.added = self.clock()
+        # Priority descending, then the time the pod was first seen: older pods first.
+        heapq.heappush(
+            self._active, (-entry.pod.priority, entry.pod.created.timestamp(), next(self._seq), entry.key)
+        )
+        self._wakeup.set()
+
+    def _push_backoff(self, entry: QueuedPod) -> None:
+        entry.where = BACKOFF
+        entry.added = self.clock()
+        heapq.heappush(self._backoff, (self._backoff_expiry(entry), next(self._seq), entry.key))
+        self._wakeup.set()
+
+    def _next_timer(self) -> float:
+        """How long the loop may sleep before a backoff ends or a flush is due."""
+        now = self.clock()
+        deadlines = [self.settings.unschedulable_flush]
+        if self._backoff:
+            deadlines.append(self._backoff[0][0] - now)
+        if self._unschedulable:
+            oldest = min(e.added for e in self._unschedulable.values())
+            deadlines.append(oldest + self.settings.unschedulable_flush - now)
+        return max(min(deadlines), 0.01)
+
+
+def _spec_changed(old: Pod, new: Pod) -> bool:
+    return old.spec != new.spec or old.labels != new.labels

@@ -1,0 +1,64 @@
+"""The initial listing that fills the cache before the first scheduling cycle.
+
+Kopf's watches list too, but give no signal when their listing is complete; scheduling before
+every bound pod is known would overcommit nodes. So the cache is filled from our own paginated
+LISTs first; Kopf's later events for the same objects are idempotent updates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+from kubernetes_asyncio import client
+
+from kubesched.handlers import NON_TERMINAL_PODS, WATCHED_OBJECTS
+from kubesched.kube import request
+from kubesched.scheduler import Scheduler
+
+log = structlog.get_logger(__name__)
+PAGE = 500
+
+
+async def list_all(api: client.ApiClient, path: str, **query: str) -> list[dict[str, Any]]:
+    """Every object at a collection path, page by page."""
+    items: list[dict[str, Any]] = []
+    token = ""
+    while True:
+        params: list[tuple[str, Any]] = [("limit", PAGE), *query.items()]
+        if token:
+            params.append(("continue", token))
+        status, body = await request(api, "GET", path, query=params, timeout=60)
+        if status >= 300:
+            raise RuntimeError(f"listing {path} failed: {status} {body}")
+        items.extend(body.get("items") or [])
+        token = (body.get("metadata") or {}).get("continue") or ""
+        if not token:
+            return items
+
+
+def collection_path(group: str, version: str, plural: str) -> str:
+    return f"/api/{version}/{plural}" if not group else f"/apis/{group}/{version}/{plural}"
+
+
+async def initial_sync(api: client.ApiClient, scheduler: Scheduler) -> dict[str, int]:
+    counts: dict[str, int] = {}
+
+    async def feed(path: str, handle: Callable[[dict[str, Any]], None], name: str, **query: str) -> None:
+        objects = await list_all(api, path, **query)
+        for obj in objects:
+            handle(obj)
+        counts[name] = len(objects)
+
+    for group, version, plural, kind in WATCHED_OBJECTS:
+        await feed(collection_path(group, version, plural), _object_handler(scheduler, kind), plural)
+    # Nodes before pods, so bound pods land on known nodes rather than in the orphan list.
+    await feed("/api/v1/nodes", lambda o: scheduler.on_node(None, o), "nodes")
+    await feed("/api/v1/pods", lambda o: scheduler.on_pod(None, o), "pods", fieldSelector=NON_TERMINAL_PODS)
+    log.info("cache_synced", **counts)
+    return counts
+
+
+def _object_handler(scheduler: Scheduler, kind: str) -> Callable[[dict[str, Any]], None]:
+    return lambda obj: scheduler.on_object(kind, None, obj)
