@@ -3,30 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import click
-import structlog
 
 from kubesched import __version__, logs
-
-log = structlog.get_logger("kubesched")
-
-
-@dataclass(frozen=True, slots=True)
-class RunOptions:
-    kubeconfig: str | None
-    scheduler_name: str
-    policy_config_file: Path | None
-    kube_api_qps: float
-    kube_api_burst: int
-    bind_concurrency: int
-    batch_size: int
-    metrics_port: int
-    seed: int | None
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
@@ -93,6 +74,8 @@ def run(
             raise click.BadParameter(f"must be at least 1, got {val}", param_hint=name)
     if kube_api_qps < 0:
         raise click.BadParameter(f"must not be negative, got {kube_api_qps}", param_hint="--kube-api-qps")
+    from kubesched.app import RunOptions
+
     options = RunOptions(
         kubeconfig,
         scheduler_name,
@@ -107,70 +90,10 @@ def run(
     from kubesched.algorithm.policy import PolicyError
 
     try:
-        asyncio.run(_run(options))
+        from kubesched.app import run_scheduler
+
+        asyncio.run(run_scheduler(options))
     except PolicyError as exc:
         raise click.ClickException(f"{policy_config_file}: {exc}") from exc
     except KeyboardInterrupt:
         pass
-
-
-async def _run(options: RunOptions) -> None:
-    # Imported here so that `kubesched version` and `--help` stay fast.
-    import kopf
-    from kubernetes_asyncio import client
-    from prometheus_client import start_http_server
-
-    from kubesched.algorithm.policy import compile_policy, default_algorithm, load_policy_file
-    from kubesched.binder import Binder
-    from kubesched.events import Recorder
-    from kubesched.handlers import build_registry, operator_settings
-    from kubesched.kube import TokenBucket, connection_info, load_configuration
-    from kubesched.scheduler import Scheduler, SchedulerSettings
-    from kubesched.sync import initial_sync
-
-    if options.policy_config_file:
-        algorithm = compile_policy(load_policy_file(options.policy_config_file))
-    else:
-        algorithm = default_algorithm()
-    conf = await load_configuration(options.kubeconfig)
-    conf.connection_pool_maxsize = options.bind_concurrency + 16
-    if options.metrics_port:
-        start_http_server(options.metrics_port)
-    async with client.ApiClient(conf) as api:
-        limiter = TokenBucket(options.kube_api_qps, options.kube_api_burst)
-        recorder = Recorder(api, options.scheduler_name, limiter)
-        scheduler = Scheduler(
-            SchedulerSettings(
-                options.scheduler_name, options.batch_size, options.bind_concurrency, options.seed
-            ),
-            algorithm,
-            Binder(api, limiter),
-            recorder,
-        )
-        await initial_sync(api, scheduler)
-        stop: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        operator = asyncio.create_task(
-            kopf.operator(
-                registry=build_registry(scheduler, connection_info(conf)),
-                settings=operator_settings(),
-                standalone=True,
-                clusterwide=True,
-                stop_flag=stop,
-            ),
-            name="kopf",
-        )
-        loop = asyncio.create_task(scheduler.run(), name="scheduling-loop")
-        # Kopf owns SIGINT/SIGTERM: when it stops, so do we. If the loop dies, that is a bug: stop too.
-        done, _ = await asyncio.wait({operator, loop}, return_when=asyncio.FIRST_COMPLETED)
-        if loop in done and not loop.cancelled() and loop.exception() is not None:
-            log.error("scheduling_loop_crashed", error=repr(loop.exception()))
-        log.info("shutting_down")
-        await scheduler.drain()
-        loop.cancel()
-        if not stop.done():
-            stop.set_result(None)
-        with contextlib.suppress(asyncio.CancelledError):
-            await operator
-        await recorder.close()
-        if loop.done() and not loop.cancelled() and loop.exception() is not None:
-            sys.exit(1)

@@ -41,6 +41,8 @@ def operator_settings() -> kopf.OperatorSettings:
     settings.watching.connect_timeout = 10
     settings.networking.request_timeout = 60
     settings.networking.connect_timeout = 10
+    # Per-object workers linger this long for the next event; shutdown waits for them.
+    settings.queueing.idle_timeout = 1.0
     return settings
 
 

@@ -1,0 +1,108 @@
+"""Assembling and running the scheduler process: client, cache, loop, Kopf watches, shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import kopf
+import structlog
+from kubernetes_asyncio import client
+from prometheus_client import start_http_server
+
+from kubesched.algorithm.policy import compile_policy, default_algorithm, load_policy_file
+from kubesched.binder import Binder
+from kubesched.events import Recorder
+from kubesched.handlers import build_registry, operator_settings
+from kubesched.kube import TokenBucket, connection_info, load_configuration
+from kubesched.scheduler import Scheduler, SchedulerSettings
+from kubesched.sync import initial_sync
+
+log = structlog.get_logger("kubesched")
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    kubeconfig: str | None
+    scheduler_name: str
+    policy_config_file: Path | None
+    kube_api_qps: float
+    kube_api_burst: int
+    bind_concurrency: int
+    batch_size: int
+    metrics_port: int
+    seed: int | None
+
+
+async def run_scheduler(options: RunOptions) -> None:
+    if options.policy_config_file:
+        algorithm = compile_policy(load_policy_file(options.policy_config_file))
+    else:
+        algorithm = default_algorithm()
+    loop = asyncio.get_running_loop()
+    stopping = asyncio.Event()
+    _handle_signals(loop, stopping)
+    conf = await load_configuration(options.kubeconfig)
+    conf.connection_pool_maxsize = options.bind_concurrency + 16
+    if options.metrics_port:
+        start_http_server(options.metrics_port)
+    async with client.ApiClient(conf) as api:
+        limiter = TokenBucket(options.kube_api_qps, options.kube_api_burst)
+        recorder = Recorder(api, options.scheduler_name, limiter)
+        scheduler = Scheduler(
+            SchedulerSettings(
+                options.scheduler_name, options.batch_size, options.bind_concurrency, options.seed
+            ),
+            algorithm,
+            Binder(api, limiter),
+            recorder,
+        )
+        await initial_sync(api, scheduler)
+        kopf_stop: asyncio.Future[None] = loop.create_future()
+        kopf_ready = asyncio.Event()
+        operator = asyncio.create_task(
+            kopf.operator(
+                registry=build_registry(scheduler, connection_info(conf)),
+                settings=operator_settings(),
+                standalone=True,
+                clusterwide=True,
+                stop_flag=kopf_stop,
+                ready_flag=kopf_ready,
+            ),
+            name="kopf",
+        )
+        scheduling = asyncio.create_task(scheduler.run(), name="scheduling-loop")
+        stop_wait = asyncio.create_task(stopping.wait(), name="stop-signal")
+        ready_wait = asyncio.create_task(kopf_ready.wait(), name="kopf-ready")
+        waiting = {operator, scheduling, stop_wait, ready_wait}
+        while True:
+            done, waiting = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            if ready_wait in done:
+                # Kopf installs its own signal handlers on start; ours come back so that a
+                # SIGTERM drains the binds before the watches stop.
+                _handle_signals(loop, stopping)
+            if done - {ready_wait}:
+                break
+        if scheduling.done() and not scheduling.cancelled() and scheduling.exception() is not None:
+            log.error("scheduling_loop_crashed", error=repr(scheduling.exception()))
+        log.info("shutting_down")
+        await scheduler.drain()
+        await recorder.close()
+        for task in waiting:
+            task.cancel()
+        if not kopf_stop.done():
+            kopf_stop.set_result(None)
+        with contextlib.suppress(asyncio.CancelledError):
+            await operator
+        log.info("stopped")
+        if scheduling.done() and not scheduling.cancelled() and scheduling.exception() is not None:
+            sys.exit(1)
+
+
+def _handle_signals(loop: asyncio.AbstractEventLoop, stopping: asyncio.Event) -> None:
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stopping.set)
