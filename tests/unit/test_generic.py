@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from algofixtures import make_node, make_pod, node_info, snapshot
 
 from kubesched.algorithm.framework import Priority
 from kubesched.algorithm.generic import Algorithm, FitError, WeightedPriority
@@ -20,6 +19,8 @@ from kubesched.algorithm.predicates.node_resources import ERR_REASON_CPU, ERR_RE
 from kubesched.algorithm.predicates.node_validity import ERR_REASON_INVALID_NODE
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod, node_from_dict
+
+from .algofixtures import make_node, make_pod, node_info, snapshot
 
 SEED_POLICY = {
     "kind": "Policy",

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from algofixtures import make_node, make_pod, node_info, run_filter
 
 from kubesched.algorithm.predicates.node_affinity import ERR_REASON_NODE_AFFINITY, MatchNodeSelector
+
+from .algofixtures import make_node, make_pod, node_info, run_filter
 
 NO = (ERR_REASON_NODE_AFFINITY,)
 LABELS = {"zone": "a", "disk": "ssd", "cores": "16"}

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from algofixtures import make_node, make_pod, node_info, run_filter
 
 from kubesched.algorithm.predicates.node_ports import ERR_REASON_PORTS, PodFitsHostPorts
+
+from .algofixtures import make_node, make_pod, node_info, run_filter
 
 CONFLICT = (ERR_REASON_PORTS,)
 

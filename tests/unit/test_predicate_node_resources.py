@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from algofixtures import container, make_node, make_pod, node_info, run_filter
 
 from kubesched.algorithm.predicates.node_resources import (
     ERR_REASON_CPU,
@@ -12,6 +11,8 @@ from kubesched.algorithm.predicates.node_resources import (
     ERR_REASON_TOO_MANY_PODS,
     PodFitsResources,
 )
+
+from .algofixtures import container, make_node, make_pod, node_info, run_filter
 
 NODE = make_node(
     "n", cpu="1", memory="1Gi", pods="3", extra={"ephemeral-storage": "10Gi", "example.com/gpu": "2"}

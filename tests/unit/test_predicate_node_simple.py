@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from algofixtures import make_node, make_pod, node_info, run_filter
 
 from kubesched.algorithm.predicates.node_name import ERR_REASON_HOSTNAME, HostName
 from kubesched.algorithm.predicates.node_unschedulable import ERR_REASON_UNSCHEDULABLE, CheckNodeUnschedulable
 from kubesched.algorithm.predicates.taint_toleration import PodToleratesNodeTaints
+
+from .algofixtures import make_node, make_pod, node_info, run_filter
 
 
 @pytest.mark.parametrize(

@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from algofixtures import make_node, make_pod, node_info, run_filter, snapshot
 
 from kubesched.algorithm.predicates.volume_restrictions import ERR_REASON_DISK_CONFLICT, NoDiskConflict
 from kubesched.algorithm.predicates.volume_zone import ERR_REASON_VOLUME_ZONE, NoVolumeZoneConflict
 from kubesched.model.nodeinfo import ClusterObjects
+
+from .algofixtures import make_node, make_pod, node_info, run_filter, snapshot
 
 DISK = (ERR_REASON_DISK_CONFLICT,)
 

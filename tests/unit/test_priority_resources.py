@@ -7,12 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from algofixtures import container, make_node, make_pod, node_info, run_priority
 
 from kubesched.algorithm.priorities.balanced_allocation import BalancedResourceAllocation
 from kubesched.algorithm.priorities.least_requested import LeastRequestedPriority, least_requested_score
 from kubesched.algorithm.priorities.resource_allocation import scoring_request
 from kubesched.model.objects import Pod
+
+from .algofixtures import container, make_node, make_pod, node_info, run_priority
 
 # The Go tests' pods: "cpuOnly" asks 1000m + 2000m with memory explicitly 0 (so no default
 # memory is assumed), "cpuAndMemory" 1000m/2000 + 2000m/3000 bytes, "noResources" has no container.

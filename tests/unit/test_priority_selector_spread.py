@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from algofixtures import make_node, make_pod, node_info, run_priority, snapshot
 
 from kubesched.algorithm.priorities.selector_spread import SelectorSpreadPriority, default_selector
 from kubesched.model.nodeinfo import ClusterObjects
+
+from .algofixtures import make_node, make_pod, node_info, run_priority, snapshot
 
 LABELS1 = {"foo": "bar", "baz": "blah"}
 LABELS2 = {"bar": "foo", "baz": "blah"}
