@@ -244,3 +244,17 @@ async def test_kopf_leaves_no_trace_on_pods(
     core = CoreV1Api(api)
     events = await core.list_namespaced_event(namespace)
     assert not [e for e in events.items if (e.source.component or "").startswith("kopf")]
+
+
+async def test_sigterm_stops_cleanly(api: ApiClient, namespace: str, kubesched: KubeschedProcess) -> None:
+    await create_nodes(api, [make_node("n1")])
+    await create_pods(
+        api, [make_pod(f"s-{i}", namespace, kubesched.scheduler_name, cpu="10m") for i in range(20)]
+    )
+    await wait_bound(api, namespace, 20)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    code = await loop.run_in_executor(None, kubesched.stop)
+    assert code == 0, kubesched.log()[-3000:]
+    assert loop.time() - started < 10
+    assert '"event": "stopped"' in kubesched.log()
