@@ -114,11 +114,14 @@ async def test_pods_go_to_the_only_node_that_fits(
         "tolerates-gpu-taint": "tainted",
         "hostname-affinity": "small",
     }
-    events = await events_for(api, namespace, "needs-8-cpu")
-    assert any(
-        e["reason"] == "Scheduled" and e["message"] == f"Successfully assigned {namespace}/needs-8-cpu to big"
-        for e in events
-    ), events
+    expected = f"Successfully assigned {namespace}/needs-8-cpu to big"
+
+    async def scheduled_event() -> bool:
+        # Events are posted after the bind, off the hot path: wait for it rather than race it.
+        events = await events_for(api, namespace, "needs-8-cpu")
+        return any(e["reason"] == "Scheduled" and e["message"] == expected for e in events)
+
+    await wait_for(scheduled_event, timeout=15)
 
 
 async def test_host_ports_never_collide(api: ApiClient, namespace: str, kubesched: KubeschedProcess) -> None:
