@@ -8,7 +8,8 @@ Both may precompute per pod once (`prefilter` / `prescore`), so per-node work st
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar, Final
+from dataclasses import dataclass
+from typing import Any, ClassVar, Final, Literal
 
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
@@ -27,24 +28,70 @@ class _Skip:
 SKIP: Final = _Skip()
 
 
+@dataclass(frozen=True, slots=True)
+class Reject:
+    """Returned by `prefilter` when the pod fits no node at all, for `reasons` (a PreFilter plugin's
+    UnschedulableAndUnresolvable status in 1.20: every node gets the same reasons)."""
+
+    reasons: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PluginSettings:
+    """Policy-wide settings some plugins read, and the 1.20 feature gate that changes a mapping."""
+
+    hard_pod_affinity_symmetric_weight: int = 1
+    # DefaultPodTopologySpread (beta, on in 1.20): SelectorSpreadPriority runs as PodTopologySpread
+    # with the system default constraints; off, as the older SelectorSpread plugin.
+    default_pod_topology_spread: bool = True
+    # Extended resources extenders manage with ignoredByScheduler: PodFitsResources skips them.
+    ignored_resources: frozenset[str] = frozenset()
+
+
 class Predicate:
     """A filter. Subclasses set `name` (the legacy Policy name) and implement `filter`."""
 
     name: ClassVar[str]
 
     def prefilter(self, pod: Pod, snapshot: Snapshot) -> Any:
-        """Per-pod state handed to every `filter` call of this cycle, or SKIP when every node passes."""
+        """Per-pod state handed to every `filter` call of this cycle, SKIP when every node passes,
+        or a Reject when none can."""
         return None
 
     def filter(self, pod: Pod, state: Any, node: NodeInfo) -> Sequence[str]:
         """The reasons `pod` cannot go to `node`; empty when it fits."""
         raise NotImplementedError
 
+    def merge(self, other: Predicate) -> Predicate:
+        """The filter that runs when two policy entries enable this one (same `name`).
+
+        Most filters take no configuration, so the first one stays; the argument-taking ones
+        (custom CheckNodeLabelPresence, CheckServiceAffinity predicates) combine their arguments
+        into one filter, as 1.20 configures one plugin for them.
+        """
+        return self
+
+
+# How the weight of a priority that several policy entries configure is found (1.20's
+# appendToPluginSet keeps the largest; NodeLabel and ServiceAffinity producers multiply the
+# common weight by the number of entries).
+WeightRule = Literal["single", "max", "sum"]
+
 
 class Priority:
-    """A scorer. Subclasses set `name` (the legacy Policy name) and implement `score`."""
+    """A scorer. Subclasses set `name` (the legacy Policy name) and implement `score`.
+
+    `plugin` names the 1.20 score plugin behind it: entries of one policy whose priorities share a
+    plugin become one priority (`merge`), weighted by `weight_rule`.
+    """
 
     name: ClassVar[str]
+    plugin: ClassVar[str] = ""
+    weight_rule: ClassVar[WeightRule] = "single"
+
+    def merge(self, other: Priority) -> Priority:
+        """The priority two entries with the same plugin make together."""
+        raise ValueError(f"{self.name} and {other.name} cannot be combined")
 
     def prescore(self, pod: Pod, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> Any:
         """Per-pod state handed to every `score` call of this cycle; `nodes` are the feasible ones."""

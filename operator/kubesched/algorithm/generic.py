@@ -1,10 +1,11 @@
-"""Filter, score, select host: kube-scheduler 1.20's genericScheduler.Schedule, minus extenders.
+"""Filter, score, select host: kube-scheduler 1.20's genericScheduler.Schedule.
 
 Nodes are checked one after another from `start_index`, wrapping around, until enough feasible
-nodes are found (numFeasibleNodesToFind); kube-scheduler checks them in parallel, which makes
-the set it finds in a large cluster vary slightly, this search is deterministic. The feasible
-nodes are scored by the weighted priorities and the best one wins, ties broken uniformly at
-random.
+nodes are found (numFeasibleNodesToFind; every node with percentageOfNodesToScore 100);
+kube-scheduler checks them in parallel, which makes the set it finds in a large cluster vary
+slightly, this search is deterministic. Extenders then filter the feasible nodes. The feasible
+nodes are scored by the weighted priorities (plus the extenders' scores) and the best one wins,
+ties broken uniformly at random.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubesched.algorithm.framework import SKIP, Predicate, Priority
+from kubesched.algorithm.extenders import ExtenderError, HTTPExtender, run_filters, run_prioritizers
+from kubesched.algorithm.framework import SKIP, Predicate, Priority, Reject
 from kubesched.algorithm.predicates.node_validity import ERR_REASON_INVALID_NODE
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
@@ -70,10 +72,32 @@ class FitError(Exception):
         return self.summary()
 
 
+class ExtenderFailure(FitError):
+    """A filter extender that is not ignorable failed: the pod is unschedulable this cycle."""
+
+    def __init__(self, pod: Pod, num_all_nodes: int, message: str) -> None:
+        self.message = message
+        super().__init__(pod, num_all_nodes, {})
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.pod, self.num_all_nodes, self.message))
+
+    def summary(self) -> str:
+        return self.message
+
+
 @dataclass(frozen=True, slots=True)
 class WeightedPriority:
+    """A priority with its weight; `name` is what the policy called it (the priority's own name
+    when empty; names joined with "+" when several entries make one priority)."""
+
     priority: Priority
     weight: int
+    name: str = ""
+
+    @property
+    def label(self) -> str:
+        return self.name or self.priority.name
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,18 +132,26 @@ class Algorithm:
     percentage_of_nodes_to_score: int = 0
     predicate_names: tuple[str, ...] = ()
     priority_names: tuple[str, ...] = ()
+    extenders: tuple[HTTPExtender, ...] = ()
+    ignored_priority_names: tuple[str, ...] = ()
 
     def describe(self) -> dict[str, Any]:
         """The configuration in the legacy Policy's field names, for logs and status."""
-        weights = {w.priority.name: w.weight for w in self.priorities}
-        return {
+        described: dict[str, Any] = {
             "predicates": list(self.predicate_names),
-            "priorities": weights,
-            "ignoredPriorities": [name for name in self.priority_names if name not in weights],
+            "priorities": {w.label: w.weight for w in self.priorities},
+            "ignoredPriorities": list(self.ignored_priority_names),
             "alwaysCheckAllPredicates": self.always_check_all_predicates,
             "hardPodAffinitySymmetricWeight": self.hard_pod_affinity_symmetric_weight,
             "percentageOfNodesToScore": self.percentage_of_nodes_to_score,
         }
+        if self.extenders:
+            described["extenders"] = [e.name for e in self.extenders]
+        return described
+
+    def binder_for(self, pod: Pod) -> HTTPExtender | None:
+        """extendersBinding: the extender that binds `pod`, if one has a bindVerb and wants it."""
+        return next((e for e in self.extenders if e.is_binder and e.is_interested(pod)), None)
 
     def num_feasible_nodes_to_find(self, num_all_nodes: int) -> int:
         """numFeasibleNodesToFind: all nodes below 100, else a percentage (adaptive when 0), at least 100."""
@@ -143,6 +175,14 @@ class Algorithm:
         start = start_index % len(nodes)
         feasible, failed, processed = self._find_feasible(pod, snapshot, start)
         next_start = (start + processed) % len(nodes)
+        if feasible and self.extenders:
+            try:
+                outcome = run_filters(self.extenders, pod, feasible)
+            except ExtenderError as exc:
+                raise ExtenderFailure(pod, len(nodes), str(exc)) from exc
+            feasible = outcome.feasible
+            for name, reasons in outcome.failed.items():
+                failed[name] = (*failed.get(name, ()), *reasons)
         if not feasible:
             raise FitError(pod, len(nodes), failed)
         if len(feasible) == 1:
@@ -157,12 +197,15 @@ class Algorithm:
         self, pod: Pod, snapshot: Snapshot, start: int
     ) -> tuple[list[NodeInfo], dict[str, tuple[str, ...]], int]:
         filters = []
+        nodes = snapshot.nodes
         for predicate in self.predicates:
             state = predicate.prefilter(pod, snapshot)
+            if isinstance(state, Reject):
+                # Every node gets the reasons, and the search does not move on (1.20).
+                return [], dict.fromkeys((n.name for n in nodes), state.reasons), 0
             if state is not SKIP:
                 filters.append((predicate.filter, state))
         check_all = self.always_check_all_predicates
-        nodes = snapshot.nodes
         count = len(nodes)
         wanted = self.num_feasible_nodes_to_find(count)
         feasible: list[NodeInfo] = []
@@ -191,19 +234,29 @@ class Algorithm:
         return feasible, failed, processed
 
     def prioritize(self, pod: Pod, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> list[int]:
-        """Weighted sum of every priority's normalised scores; all 1 with no priorities, as 1.20 does."""
-        if not self.priorities:
+        """Weighted sum of every priority's normalised scores plus the extenders' scores; all 1
+        with neither, as 1.20 does."""
+        if not self.priorities and not self.extenders:
             return [1] * len(nodes)
         totals = [0] * len(nodes)
         for weighted in self.priorities:
-            priority = weighted.priority
-            state = priority.prescore(pod, snapshot, nodes)
-            scores = [priority.score(pod, state, node) for node in nodes]
-            priority.normalize(pod, state, nodes, scores)
+            scores = priority_scores(weighted.priority, pod, snapshot, nodes)
             weight = weighted.weight
             for i, score in enumerate(scores):
                 totals[i] += score * weight
+        if self.extenders:
+            extra = run_prioritizers(self.extenders, pod, nodes)
+            for i, node in enumerate(nodes):
+                totals[i] += extra.get(node.name, 0)
         return totals
+
+
+def priority_scores(priority: Priority, pod: Pod, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> list[int]:
+    """One priority's normalised scores for `nodes` (prescore, score, normalize)."""
+    state = priority.prescore(pod, snapshot, nodes)
+    scores = [priority.score(pod, state, node) for node in nodes]
+    priority.normalize(pod, state, nodes, scores)
+    return scores
 
 
 def select_host(nodes: Sequence[NodeInfo], totals: Sequence[int], rng: random.Random) -> str:

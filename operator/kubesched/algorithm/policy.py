@@ -8,23 +8,32 @@ document (`kind: Policy`, `apiVersion: v1`) or just its body is accepted.
 As in 1.20: `predicates` absent means the default set, `[]` means the mandatory ones only
 (CheckNodeUnschedulable and PodToleratesNodeTaints are always added); `priorities` absent means
 the default priorities, `[]` none; filters run in kube-scheduler's fixed order whatever the
-order in the policy; EqualPriority is accepted and ignored; weights must be positive.
+order in the policy; EqualPriority is accepted and ignored; weights must be positive. An entry
+with an `argument` is a custom predicate or priority of any name, configured by the argument's
+key (labelsPresence, serviceAffinity; labelPreference, serviceAntiAffinity,
+requestedToCapacityRatioArguments); entries of one kind make one filter or priority, as 1.20
+makes one plugin of them (NodeLabel and ServiceAntiAffinity priorities need equal weights and
+weigh their sum; RequestedToCapacityRatio may appear once). SelectorSpreadPriority (alias
+ServiceSpreadingPriority) and EvenPodsSpreadPriority are one PodTopologySpread priority weighted
+by the larger weight, the former adding the system default constraints: 1.20's mapping with its
+DefaultPodTopologySpread feature gate on, the default (`compile_policy(...,
+default_pod_topology_spread=False)` gives the older SelectorSpread plugin instead).
 
-Stricter than 1.20, so that a typo cannot silently change scheduling: unknown fields, duplicate
-names (aliases included) and an `argument` on a predicate or priority that takes none are
-errors (1.20 ignores the first two and drops such arguments).
+Names 1.20 refuses but older releases had (CheckNodeCondition, CheckNodeMemoryPressure,
+CheckNodeDiskPressure, CheckNodePIDPressure, PodToleratesNodeNoExecuteTaints,
+ResourceLimitsPriority) are accepted with the semantics of the last release that had them.
 
-The default algorithm is the implemented subset of 1.20's defaults. Missing predicates:
-MaxEBSVolumeCount, MaxGCEPDVolumeCount, MaxAzureDiskVolumeCount, MaxCSIVolumeCountPred,
-MatchInterPodAffinity, CheckVolumeBinding, EvenPodsSpread. Missing priorities:
-InterPodAffinityPriority, NodePreferAvoidPodsPriority, NodeAffinityPriority,
-TaintTolerationPriority, ImageLocalityPriority, EvenPodsSpreadPriority.
+Stricter than 1.20, so that a typo cannot silently change scheduling: unknown fields (in
+arguments and extenders too), duplicate names (aliases included), an `argument` on a predicate or
+priority that takes none, an argument-taking name without its argument, and empty label lists
+are errors (1.20 ignores the first ones, drops such arguments, or crashes on the missing ones).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -32,7 +41,9 @@ import yaml
 
 from kubesched.algorithm import predicates as predicate_registry
 from kubesched.algorithm import priorities as priority_registry
-from kubesched.algorithm.framework import Predicate
+from kubesched.algorithm.arguments import ArgumentError
+from kubesched.algorithm.extenders import build_extenders, ignored_resources
+from kubesched.algorithm.framework import PluginSettings, Predicate, Priority
 from kubesched.algorithm.generic import Algorithm, WeightedPriority
 
 POLICY_KIND: Final = "Policy"
@@ -55,13 +66,6 @@ _POLICY_FIELDS: Final = frozenset(
 )
 _PREDICATE_FIELDS: Final = frozenset({"name", "argument"})
 _PRIORITY_FIELDS: Final = frozenset({"name", "weight", "argument"})
-# Arguments that make an unknown name a custom predicate or priority in 1.20.
-_CUSTOM_PREDICATE_ARGUMENTS: Final = ("serviceAffinity", "labelsPresence")
-_CUSTOM_PRIORITY_ARGUMENTS: Final = (
-    "serviceAntiAffinity",
-    "labelPreference",
-    "requestedToCapacityRatioArguments",
-)
 
 
 class PolicyError(ValueError):
@@ -113,20 +117,53 @@ def _argument(entry: Mapping[str, Any], path: str) -> Mapping[str, Any] | None:
     return argument
 
 
-def _unsupported_custom(
-    kind: str, name: str, argument: Mapping[str, Any] | None, custom: tuple[str, ...]
-) -> str:
-    used = [key for key in custom if argument and argument.get(key) is not None]
-    if used:
-        return f'custom {kind} "{name}" ({", ".join(used)}) is not supported yet'
-    return f'unknown {kind} "{name}"'
+def _accepted(names: list[str]) -> str:
+    return ", ".join(sorted(names))
 
 
-def _compile_predicates(raw: Any) -> tuple[tuple[Predicate, ...], tuple[str, ...]]:
-    # name -> (argument, index in the policy's list)
-    chosen: dict[str, tuple[Mapping[str, Any] | None, int]] = {}
+def _custom_argument(
+    kind: str,
+    given: str,
+    name: str,
+    argument: Mapping[str, Any],
+    arguments: Mapping[str, str],
+    registry: Mapping[str, Any],
+    path: str,
+) -> tuple[str, str, Any]:
+    """Which registry entry an entry with an argument configures: (name, argument key, value).
+
+    As in 1.20, exactly one argument must be set; a null one counts as unset.
+    """
+    for key in argument:
+        if key not in arguments:
+            raise PolicyError(
+                f"{path}.argument.{key}", f"unknown field (accepted: {_accepted(list(arguments))})"
+            )
+    keys = [key for key, value in argument.items() if value is not None]
+    if len(keys) != 1:
+        raise PolicyError(
+            f"{path}.argument",
+            f"exactly 1 {kind} argument is required ({_accepted(list(arguments))}), got {len(keys)}",
+        )
+    key = keys[0]
+    target = arguments[key]
+    if name in registry and name != target:
+        wanted = next((k for k, v in arguments.items() if v == name), None)
+        message = f"takes argument {wanted}" if wanted else "takes no argument"
+        raise PolicyError(f"{path}.argument", f'{kind} "{given}" {message}, got {key}')
+    return target, key, argument[key]
+
+
+def _argument_error(path: str, exc: ArgumentError) -> PolicyError:
+    """The factory's error, its field put under the entry's `argument`."""
+    return PolicyError(f"{path}.argument.{exc.field}" if exc.field else f"{path}.argument", exc.message)
+
+
+def _compile_predicates(raw: Any, settings: PluginSettings) -> tuple[tuple[Predicate, ...], tuple[str, ...]]:
+    # registry name -> [(argument value, index in the policy's list)]
+    chosen: dict[str, list[tuple[Any, int]]] = {}
     if raw is None:
-        chosen = dict.fromkeys(predicate_registry.DEFAULTS, (None, -1))
+        chosen = {name: [(None, -1)] for name in predicate_registry.DEFAULTS}
     elif not isinstance(raw, list):
         raise PolicyError("predicates", f"must be a list, got {raw!r}")
     else:
@@ -136,41 +173,63 @@ def _compile_predicates(raw: Any) -> tuple[tuple[Predicate, ...], tuple[str, ...
             given = _name(entry, path, _PREDICATE_FIELDS)
             argument = _argument(entry, path)
             name = predicate_registry.ALIASES.get(given, given)
-            if name in predicate_registry.NOT_SUPPORTED_YET:
-                raise PolicyError(f"{path}.name", f'predicate "{given}" is not supported yet')
-            if name not in predicate_registry.REGISTRY:
-                message = _unsupported_custom("predicate", given, argument, _CUSTOM_PREDICATE_ARGUMENTS)
-                raise PolicyError(f"{path}.name", message)
-            if name in first_index:
-                earlier = f"predicates[{first_index[name]}]"
+            key: str | None = None
+            value: Any = None
+            if argument is not None:
+                name, key, value = _custom_argument(
+                    "predicate",
+                    given,
+                    name,
+                    argument,
+                    predicate_registry.ARGUMENTS,
+                    predicate_registry.REGISTRY,
+                    path,
+                )
+            elif name not in predicate_registry.REGISTRY:
+                custom = ", ".join(predicate_registry.ARGUMENTS)
+                raise PolicyError(
+                    f"{path}.name",
+                    f'unknown predicate "{given}" (accepted: '
+                    f"{_accepted([*predicate_registry.REGISTRY, *predicate_registry.ALIASES])}; "
+                    f"or any name with an argument: {custom})",
+                )
+            # A custom predicate is known by the name the policy gives it.
+            identity = given if key is not None else name
+            if identity in first_index:
+                earlier = f"predicates[{first_index[identity]}]"
                 raise PolicyError(
                     f"{path}.name", f'duplicate predicate "{given}" (already given as {earlier})'
                 )
-            first_index[name] = i
-            chosen[name] = (argument, i)
+            first_index[identity] = i
+            chosen.setdefault(name, []).append((value, i))
     for name in predicate_registry.MANDATORY:
-        chosen.setdefault(name, (None, -1))
+        chosen.setdefault(name, [(None, -1)])
 
     filters: list[Predicate] = []
-    seen: set[str] = set()
+    position: dict[str, int] = {}
     names = []
-    # Filters run in 1.20's fixed order, names it does not order after them alphabetically (as
+    # Filters run in the fixed order, names it does not order after them alphabetically (as
     # AppendPredicateConfigs does); one that two names enable (GeneralPredicates and
-    # PodFitsResources, say) runs once, where it first appears.
+    # PodFitsResources, say) runs once, where it first appears; custom predicates of one kind
+    # merge into one filter.
     unordered = sorted(set(chosen) - set(predicate_registry.ORDERING))
     for name in [*predicate_registry.ORDERING, *unordered]:
         if name not in chosen:
             continue
         names.append(name)
-        argument, index = chosen[name]
-        try:
-            created = predicate_registry.REGISTRY[name](argument)
-        except ValueError as exc:
-            raise PolicyError(f"predicates[{index}].argument", str(exc)) from exc
-        for predicate in created:
-            if predicate.name not in seen:
-                seen.add(predicate.name)
-                filters.append(predicate)
+        for value, index in chosen[name]:
+            path = f"predicates[{index}]"
+            try:
+                created = predicate_registry.REGISTRY[name](value, settings)
+                for predicate in created:
+                    if predicate.name in position:
+                        at = position[predicate.name]
+                        filters[at] = filters[at].merge(predicate)
+                    else:
+                        position[predicate.name] = len(filters)
+                        filters.append(predicate)
+            except ArgumentError as exc:
+                raise _argument_error(path, exc) from exc
     return tuple(filters), tuple(names)
 
 
@@ -182,12 +241,40 @@ def _weight(entry: Mapping[str, Any], path: str, name: str) -> int:
     raise PolicyError(f"{path}.weight", message)
 
 
-def _compile_priorities(raw: Any) -> tuple[tuple[WeightedPriority, ...], tuple[str, ...]]:
-    chosen: dict[str, tuple[int, Mapping[str, Any] | None, int]] = {}
-    names: list[str] = []
+@dataclass
+class _Group:
+    """The policy entries that configure one priority plugin."""
+
+    priority: Priority
+    weights: list[int]
+    names: list[str]
+    first_path: str
+
+
+def _combined_weight(group: _Group, path: str) -> int:
+    rule = group.priority.weight_rule
+    if rule == "max":
+        return max(group.weights)
+    if rule == "sum":
+        # validateCustomPriorities: every entry of a custom priority type has the same weight.
+        if len(set(group.weights)) > 1:
+            raise PolicyError(
+                f"{path}.weight",
+                f'{group.priority.plugin} priority "{group.names[-1]}" has a different weight '
+                f'with "{group.names[0]}" ({group.weights[-1]} != {group.weights[0]})',
+            )
+        return group.weights[0] * len(group.weights)
+    return group.weights[0]
+
+
+def _compile_priorities(
+    raw: Any, settings: PluginSettings
+) -> tuple[tuple[WeightedPriority, ...], tuple[str, ...], tuple[str, ...]]:
+    # (registry name, argument value, weight, name shown, index)
+    entries: list[tuple[str, Any, int, str, int]] = []
+    skipped: list[str] = []
     if raw is None:
-        chosen = {name: (weight, None, -1) for name, weight in priority_registry.DEFAULTS.items()}
-        names = list(chosen)
+        entries = [(name, None, w, name, -1) for name, w in priority_registry.DEFAULTS.items()]
     elif not isinstance(raw, list):
         raise PolicyError("priorities", f"must be a list, got {raw!r}")
     else:
@@ -197,35 +284,69 @@ def _compile_priorities(raw: Any) -> tuple[tuple[WeightedPriority, ...], tuple[s
             given = _name(entry, path, _PRIORITY_FIELDS)
             argument = _argument(entry, path)
             name = priority_registry.ALIASES.get(given, given)
-            if name in priority_registry.NOT_SUPPORTED_YET:
-                raise PolicyError(f"{path}.name", f'priority "{given}" is not supported yet')
-            if name not in priority_registry.REGISTRY and name not in priority_registry.SKIPPED:
-                message = _unsupported_custom("priority", given, argument, _CUSTOM_PRIORITY_ARGUMENTS)
-                raise PolicyError(f"{path}.name", message)
+            key: str | None = None
+            value: Any = None
+            if argument is not None:
+                if name in priority_registry.SKIPPED:
+                    raise PolicyError(f"{path}.argument", "this priority takes no argument")
+                name, key, value = _custom_argument(
+                    "priority",
+                    given,
+                    name,
+                    argument,
+                    priority_registry.ARGUMENTS,
+                    priority_registry.REGISTRY,
+                    path,
+                )
+            elif name not in priority_registry.REGISTRY and name not in priority_registry.SKIPPED:
+                custom = ", ".join(priority_registry.ARGUMENTS)
+                known = [*priority_registry.REGISTRY, *priority_registry.ALIASES, *priority_registry.SKIPPED]
+                raise PolicyError(
+                    f"{path}.name",
+                    f'unknown priority "{given}" (accepted: {_accepted(known)}; '
+                    f"or any name with an argument: {custom})",
+                )
             weight = _weight(entry, path, given)
-            if name in first_index:
-                earlier = f"priorities[{first_index[name]}]"
+            identity = given if key is not None else name
+            if identity in first_index:
+                earlier = f"priorities[{first_index[identity]}]"
                 raise PolicyError(
                     f"{path}.name", f'duplicate priority "{given}" (already given as {earlier})'
                 )
-            first_index[name] = i
+            first_index[identity] = i
             if name in priority_registry.SKIPPED:
-                if argument is not None:
-                    raise PolicyError(f"{path}.argument", "this priority takes no argument")
-                names.append(name)
+                skipped.append(name)
                 continue
-            chosen[name] = (weight, argument, i)
-            names.append(name)
+            entries.append((name, value, weight, given if key is not None else name, i))
 
-    weighted = []
-    for name in sorted(chosen):
-        weight, argument, index = chosen[name]
+    groups: dict[str, _Group] = {}
+    for name, value, weight, shown, index in entries:
+        path = f"priorities[{index}]"
         try:
-            priority = priority_registry.REGISTRY[name](argument)
-        except ValueError as exc:
-            raise PolicyError(f"priorities[{index}].argument", str(exc)) from exc
-        weighted.append(WeightedPriority(priority, weight))
-    return tuple(weighted), tuple(sorted(names))
+            priority = priority_registry.REGISTRY[name](value, settings)
+        except ArgumentError as exc:
+            raise _argument_error(path, exc) from exc
+        plugin = priority.plugin or priority.name
+        group = groups.get(plugin)
+        if group is None:
+            groups[plugin] = _Group(priority, [weight], [shown], path)
+            continue
+        try:
+            group.priority = group.priority.merge(priority)
+        except ArgumentError as exc:
+            message = f'priority "{shown}" {exc.message}, from: "{group.names[0]}"'
+            raise PolicyError(f"{path}.argument", message) from exc
+        group.weights.append(weight)
+        group.names.append(shown)
+        _combined_weight(group, path)  # reports unequal weights at the entry that breaks them
+
+    weighted = [
+        WeightedPriority(g.priority, _combined_weight(g, g.first_path), "+".join(sorted(g.names)))
+        for g in groups.values()
+    ]
+    weighted.sort(key=lambda w: w.label)
+    names = sorted([shown for *_, shown, _ in entries] + skipped)
+    return tuple(weighted), tuple(names), tuple(sorted(skipped))
 
 
 def _bounded_int(spec: Mapping[str, Any], field: str, low: int, high: int) -> int:
@@ -237,18 +358,21 @@ def _bounded_int(spec: Mapping[str, Any], field: str, low: int, high: int) -> in
     return int(value)
 
 
-def compile_policy(spec: Mapping[str, Any]) -> Algorithm:
-    """Validate a legacy Policy (document or body) and build its Algorithm; raises PolicyError."""
+def compile_policy(spec: Mapping[str, Any], *, default_pod_topology_spread: bool = True) -> Algorithm:
+    """Validate a legacy Policy (document or body) and build its Algorithm; raises PolicyError.
+
+    `default_pod_topology_spread` is kube-scheduler's DefaultPodTopologySpread feature gate (on in
+    1.20): off, SelectorSpreadPriority runs as the older SelectorSpread plugin.
+    """
     if not isinstance(spec, Mapping):
         raise PolicyError("policy", f"must be an object, got {type(spec).__name__}")
     _check_fields(spec, _POLICY_FIELDS, "")
     _check_header(spec)
 
-    extenders = spec.get("extenders")
-    if extenders is not None and not isinstance(extenders, list):
-        raise PolicyError("extenders", f"must be a list, got {extenders!r}")
-    if extenders:
-        raise PolicyError("extenders", "extenders are not supported yet")
+    try:
+        extenders = build_extenders(spec.get("extenders"))
+    except ArgumentError as exc:
+        raise PolicyError(f"extenders{exc.field}" if exc.field else "extenders", exc.message) from exc
 
     always_check_all = spec.get("alwaysCheckAllPredicates", False)
     if always_check_all is None:
@@ -259,23 +383,30 @@ def compile_policy(spec: Mapping[str, Any]) -> Algorithm:
     # 0 (or absent) means "not set" in 1.20, which then uses the default of 1.
     hard_weight = _bounded_int(spec, "hardPodAffinitySymmetricWeight", 0, 100)
     percentage = _bounded_int(spec, "percentageOfNodesToScore", 0, 100)
+    settings = PluginSettings(
+        hard_pod_affinity_symmetric_weight=hard_weight or DEFAULT_HARD_POD_AFFINITY_SYMMETRIC_WEIGHT,
+        default_pod_topology_spread=default_pod_topology_spread,
+        ignored_resources=ignored_resources(extenders),
+    )
 
-    filters, predicate_names = _compile_predicates(spec.get("predicates"))
-    weighted, priority_names = _compile_priorities(spec.get("priorities"))
+    filters, predicate_names = _compile_predicates(spec.get("predicates"), settings)
+    weighted, priority_names, ignored = _compile_priorities(spec.get("priorities"), settings)
     return Algorithm(
         predicates=filters,
         priorities=weighted,
         always_check_all_predicates=always_check_all,
-        hard_pod_affinity_symmetric_weight=hard_weight or DEFAULT_HARD_POD_AFFINITY_SYMMETRIC_WEIGHT,
+        hard_pod_affinity_symmetric_weight=settings.hard_pod_affinity_symmetric_weight,
         percentage_of_nodes_to_score=percentage,
         predicate_names=predicate_names,
         priority_names=priority_names,
+        extenders=extenders,
+        ignored_priority_names=ignored,
     )
 
 
-def default_algorithm() -> Algorithm:
-    """The implemented subset of kube-scheduler 1.20's default predicates and priorities."""
-    return compile_policy({})
+def default_algorithm(*, default_pod_topology_spread: bool = True) -> Algorithm:
+    """kube-scheduler 1.20's default predicates and priorities (its legacy default provider)."""
+    return compile_policy({}, default_pod_topology_spread=default_pod_topology_spread)
 
 
 def load_policy_file(path: str | Path) -> dict[str, Any]:

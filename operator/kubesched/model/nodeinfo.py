@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kubesched.model.affinity import PodAffinity, has_pod_affinity, parse_pod_affinity
 from kubesched.model.objects import HostPort, Node, Pod
 from kubesched.model.resources import ZERO, Resource
 
@@ -23,16 +24,26 @@ class NodeInfo:
     non_zero_milli_cpu: int = 0
     non_zero_memory: int = 0
     used_ports: tuple[HostPort, ...] = ()
+    # The pods with any pod (anti-)affinity, their terms parsed (NodeInfo.PodsWithAffinity).
+    pods_with_affinity: tuple[PodAffinity, ...] = ()
 
     @property
     def name(self) -> str:
         return self.node.name
+
+    @property
+    def pods_with_required_anti_affinity(self) -> tuple[PodAffinity, ...]:
+        """NodeInfo.PodsWithRequiredAntiAffinity."""
+        return tuple(p for p in self.pods_with_affinity if p.required_anti_affinity)
 
     def with_pod(self, pod: Pod) -> NodeInfo:
         """This node with `pod` added (replacing an older version of the same pod)."""
         base = self.without_pod(pod.uid) if pod.uid in self.pods else self
         pods = dict(base.pods)
         pods[pod.uid] = pod
+        with_affinity = base.pods_with_affinity
+        if has_pod_affinity(pod):
+            with_affinity = (*with_affinity, parse_pod_affinity(pod))
         return NodeInfo(
             base.node,
             pods,
@@ -40,6 +51,7 @@ class NodeInfo:
             base.non_zero_milli_cpu + pod.non_zero_milli_cpu,
             base.non_zero_memory + pod.non_zero_memory,
             base.used_ports + pod.host_ports,
+            with_affinity,
         )
 
     def without_pod(self, uid: str) -> NodeInfo:
@@ -50,6 +62,9 @@ class NodeInfo:
         ports = list(self.used_ports)
         for port in pod.host_ports:
             ports.remove(port)
+        with_affinity = self.pods_with_affinity
+        if with_affinity:
+            with_affinity = tuple(p for p in with_affinity if p.pod.uid != uid)
         return NodeInfo(
             self.node,
             pods,
@@ -57,6 +72,7 @@ class NodeInfo:
             self.non_zero_milli_cpu - pod.non_zero_milli_cpu,
             self.non_zero_memory - pod.non_zero_memory,
             tuple(ports),
+            with_affinity,
         )
 
     def with_node(self, node: Node) -> NodeInfo:
@@ -74,15 +90,23 @@ class ClusterObjects:
     persistent_volumes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     persistent_volume_claims: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     storage_classes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    csi_nodes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """The cluster as one scheduling cycle sees it."""
+    """The cluster as one scheduling cycle sees it.
+
+    `node_memo` and `pod_memo` hold indexes derived lazily from the snapshot (how many nodes hold
+    an image; which nodes hold pods with affinity). A snapshot of the next pod in a batch shares
+    the node memo, and the pod memo too unless the placed pod has pod (anti-)affinity.
+    """
 
     nodes: Sequence[NodeInfo]
     objects: ClusterObjects = field(default_factory=ClusterObjects)
     index: Mapping[str, int] = field(default_factory=dict)
+    node_memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    pod_memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, nodes: Sequence[NodeInfo], objects: ClusterObjects | None = None) -> Snapshot:
@@ -97,4 +121,30 @@ class Snapshot:
         i = self.index[node_name]
         nodes = list(self.nodes)
         nodes[i] = nodes[i].with_pod(pod)
-        return Snapshot(tuple(nodes), self.objects, self.index)
+        pod_memo = {} if has_pod_affinity(pod) else self.pod_memo
+        return Snapshot(tuple(nodes), self.objects, self.index, self.node_memo, pod_memo)
+
+    def image_node_count(self, image: str) -> int:
+        """ImageStateSummary.NumNodes: how many nodes report `image`."""
+        key = f"image:{image}"
+        count = self.node_memo.get(key)
+        if count is None:
+            count = sum(1 for n in self.nodes if image in n.node.images)
+            self.node_memo[key] = count
+        return int(count)
+
+    def nodes_with_pod_affinity(self) -> tuple[NodeInfo, ...]:
+        """HavePodsWithAffinityList: nodes holding a pod with any pod (anti-)affinity."""
+        found = self.pod_memo.get("with_affinity")
+        if found is None:
+            found = tuple(n for n in self.nodes if n.pods_with_affinity)
+            self.pod_memo["with_affinity"] = found
+        return tuple(found)
+
+    def nodes_with_required_anti_affinity(self) -> tuple[NodeInfo, ...]:
+        """HavePodsWithRequiredAntiAffinityList."""
+        found = self.pod_memo.get("with_required_anti_affinity")
+        if found is None:
+            found = tuple(n for n in self.nodes_with_pod_affinity() if n.pods_with_required_anti_affinity)
+            self.pod_memo["with_required_anti_affinity"] = found
+        return tuple(found)

@@ -95,6 +95,7 @@ class Pod:
     owners: tuple[OwnerRef, ...]
     spec: Mapping[str, Any] = field(repr=False)
     parse_error: str | None = None
+    annotations: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def key(self) -> str:
@@ -119,6 +120,9 @@ class Node:
     taints: tuple[Taint, ...]
     raw_status: Mapping[str, Any] = field(repr=False)
     parse_error: str | None = None
+    annotations: Mapping[str, str] = field(default_factory=dict, repr=False)
+    # Every name of every image the node reports, with the image's size (NodeInfo.ImageStates).
+    images: Mapping[str, int] = field(default_factory=dict, repr=False)
 
     @property
     def zone_key(self) -> str:
@@ -259,7 +263,22 @@ def pod_from_dict(obj: Mapping[str, Any]) -> Pod:
         owners=_owners(meta),
         spec=spec,
         parse_error=error,
+        annotations=meta.get("annotations") or {},
     )
+
+
+def _node_images(status: Mapping[str, Any]) -> dict[str, int]:
+    images: dict[str, int] = {}
+    for image in status.get("images") or ():
+        if not isinstance(image, Mapping):
+            continue
+        try:
+            size = int(image.get("sizeBytes") or 0)
+        except (TypeError, ValueError):
+            size = 0
+        for name in image.get("names") or ():
+            images[str(name)] = size
+    return images
 
 
 def node_from_dict(obj: Mapping[str, Any]) -> Node:
@@ -292,4 +311,6 @@ def node_from_dict(obj: Mapping[str, Any]) -> Node:
         taints=taints,
         raw_status=status,
         parse_error=error,
+        annotations=meta.get("annotations") or {},
+        images=_node_images(status),
     )

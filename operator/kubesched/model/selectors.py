@@ -62,6 +62,11 @@ def _label_key_error(key: str) -> str | None:
     return None
 
 
+def qualified_name_error(name: str) -> str | None:
+    """validation.IsQualifiedName's first complaint about `name`, or None when it is valid."""
+    return _label_key_error(name)
+
+
 def _label_value_error(key: str, value: str) -> str | None:
     """validation.IsValidLabelValue."""
     if len(value) > 63:
@@ -200,7 +205,11 @@ class LabelSelector:
     def matches(self, labels: Mapping[str, str]) -> bool:
         if self.nothing:
             return False
-        return all(requirement.matches(labels) for requirement in self.requirements)
+        # A plain loop, not all(<generator>): spreading matches every pod of every node.
+        for requirement in self.requirements:  # noqa: SIM110
+            if not requirement.matches(labels):
+                return False
+        return True
 
 
 EVERYTHING: Final = LabelSelector()

@@ -1,4 +1,10 @@
-"""PodToleratesNodeTaints (plugin TaintToleration, filter part): NoSchedule and NoExecute taints."""
+"""PodToleratesNodeTaints (plugin TaintToleration, filter part): NoSchedule and NoExecute taints;
+and PodToleratesNodeNoExecuteTaints, NoExecute taints only.
+
+1.20 refuses the name PodToleratesNodeNoExecuteTaints ("Predicate type not found"); it is kept
+with the semantics of pkg/scheduler/algorithm/predicates in 1.17, the last release that had it,
+including that release's reason, which names no taint.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,11 @@ from kubesched.algorithm.framework import FITS, Predicate
 from kubesched.model.nodeinfo import NodeInfo
 from kubesched.model.objects import Pod, Taint
 
+# ErrTaintsTolerationsNotMatch of 1.17 (pkg/scheduler/algorithm/predicates/error.go).
+ERR_REASON_NOT_MATCH_1_17 = "node(s) had taints that the pod didn't tolerate"
+
 _FILTERED_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
+_NO_EXECUTE = frozenset({"NoExecute"})
 
 
 def err_reason_untolerated(taint: Taint) -> str:
@@ -17,11 +27,25 @@ def err_reason_untolerated(taint: Taint) -> str:
     return f"node(s) had taint {{{taint.key}: {taint.value}}}, that the pod didn't tolerate"
 
 
+def first_untolerated(pod: Pod, node: NodeInfo, effects: frozenset[str]) -> Taint | None:
+    """FindMatchingUntoleratedTaint over the node's taints with one of `effects`."""
+    for taint in node.node.taints:
+        if taint.effect in effects and not any(t.tolerates(taint) for t in pod.tolerations):
+            return taint
+    return None
+
+
 class PodToleratesNodeTaints(Predicate):
     name = "PodToleratesNodeTaints"
 
     def filter(self, pod: Pod, state: Any, node: NodeInfo) -> Sequence[str]:
-        for taint in node.node.taints:
-            if taint.effect in _FILTERED_EFFECTS and not any(t.tolerates(taint) for t in pod.tolerations):
-                return (err_reason_untolerated(taint),)
-        return FITS
+        taint = first_untolerated(pod, node, _FILTERED_EFFECTS)
+        return FITS if taint is None else (err_reason_untolerated(taint),)
+
+
+class PodToleratesNodeNoExecuteTaints(Predicate):
+    name = "PodToleratesNodeNoExecuteTaints"
+
+    def filter(self, pod: Pod, state: Any, node: NodeInfo) -> Sequence[str]:
+        taint = first_untolerated(pod, node, _NO_EXECUTE)
+        return FITS if taint is None else (ERR_REASON_NOT_MATCH_1_17,)

@@ -1,8 +1,14 @@
 """Priorities by their legacy Policy name (kube-scheduler 1.20 `legacy_registry.go`).
 
-Adding a priority: its module here and one REGISTRY line. A factory takes the policy entry's
-`argument` (None when absent) and returns the priority; it raises ValueError for an argument
-it cannot take. The weight is the policy's business.
+Adding a priority: its module here and one REGISTRY line. A factory takes the entry's argument
+(the object under its ARGUMENTS key, None for priorities that take none) and the policy-wide
+PluginSettings, and returns the priority; it raises ArgumentError for an argument it cannot take.
+The weight is the policy's business; priorities that share a 1.20 plugin are combined by the
+policy compiler (Priority.plugin, merge, weight_rule).
+
+A priority with an `argument` may have any name (a "custom priority" of the legacy Policy): the
+argument's key says which priority it configures (ARGUMENTS). ResourceLimitsPriority, which 1.20
+no longer knows, keeps the semantics of the release that last had it (resource_limits.py).
 """
 
 from __future__ import annotations
@@ -10,30 +16,95 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from kubesched.algorithm.framework import Priority
+from kubesched.algorithm.arguments import ArgumentError
+from kubesched.algorithm.framework import PluginSettings, Priority
 from kubesched.algorithm.priorities.balanced_allocation import BalancedResourceAllocation
+from kubesched.algorithm.priorities.image_locality import ImageLocalityPriority
+from kubesched.algorithm.priorities.inter_pod_affinity import InterPodAffinityPriority
 from kubesched.algorithm.priorities.least_requested import LeastRequestedPriority
+from kubesched.algorithm.priorities.most_requested import MostRequestedPriority
+from kubesched.algorithm.priorities.node_affinity import NodeAffinityPriority
+from kubesched.algorithm.priorities.node_label import NodeLabelPriority
+from kubesched.algorithm.priorities.node_prefer_avoid_pods import NodePreferAvoidPodsPriority
+from kubesched.algorithm.priorities.pod_topology_spread import PodTopologySpreadPriority
+from kubesched.algorithm.priorities.requested_to_capacity_ratio import RequestedToCapacityRatioPriority
+from kubesched.algorithm.priorities.resource_limits import ResourceLimitsPriority
 from kubesched.algorithm.priorities.selector_spread import SelectorSpreadPriority
+from kubesched.algorithm.priorities.service_anti_affinity import ServiceAntiAffinityPriority
+from kubesched.algorithm.priorities.taint_toleration import TaintTolerationPriority
 
-PriorityFactory = Callable[[Mapping[str, Any] | None], Priority]
+PriorityFactory = Callable[[Mapping[str, Any] | None, PluginSettings], Priority]
 
 
-def _no_argument(cls: type[Priority]) -> PriorityFactory:
-    def factory(argument: Mapping[str, Any] | None) -> Priority:
+def _plain(cls: type[Priority]) -> PriorityFactory:
+    def factory(argument: Mapping[str, Any] | None, settings: PluginSettings) -> Priority:
         if argument is not None:
-            raise ValueError("this priority takes no argument")
+            raise ArgumentError("", "this priority takes no argument")
         return cls()
 
     return factory
 
 
+def _with_argument(build: Callable[[Mapping[str, Any]], Priority], key: str) -> PriorityFactory:
+    def factory(argument: Mapping[str, Any] | None, settings: PluginSettings) -> Priority:
+        if argument is None:
+            raise ArgumentError("", f"this priority needs an argument with {key}")
+        if not isinstance(argument, Mapping):
+            raise ArgumentError(key, f"must be an object, got {argument!r}")
+        try:
+            return build(argument)
+        except ArgumentError as exc:
+            raise ArgumentError(f"{key}.{exc.field}" if exc.field else key, exc.message) from exc
+
+    return factory
+
+
+def _selector_spread(argument: Mapping[str, Any] | None, settings: PluginSettings) -> Priority:
+    if argument is not None:
+        raise ArgumentError("", "this priority takes no argument")
+    if settings.default_pod_topology_spread:
+        return PodTopologySpreadPriority(system_defaults=True)
+    return SelectorSpreadPriority()
+
+
+def _inter_pod_affinity(argument: Mapping[str, Any] | None, settings: PluginSettings) -> Priority:
+    if argument is not None:
+        raise ArgumentError("", "this priority takes no argument")
+    return InterPodAffinityPriority.from_settings(settings)
+
+
 REGISTRY: Final[Mapping[str, PriorityFactory]] = {
-    "LeastRequestedPriority": _no_argument(LeastRequestedPriority),
-    "BalancedResourceAllocation": _no_argument(BalancedResourceAllocation),
-    "SelectorSpreadPriority": _no_argument(SelectorSpreadPriority),
+    "LeastRequestedPriority": _plain(LeastRequestedPriority),
+    "MostRequestedPriority": _plain(MostRequestedPriority),
+    "BalancedResourceAllocation": _plain(BalancedResourceAllocation),
+    "SelectorSpreadPriority": _selector_spread,
+    "ServiceAntiAffinity": _with_argument(ServiceAntiAffinityPriority.from_argument, "serviceAntiAffinity"),
+    "NodeLabel": _with_argument(NodeLabelPriority.from_argument, "labelPreference"),
+    "NodeAffinityPriority": _plain(NodeAffinityPriority),
+    "TaintTolerationPriority": _plain(TaintTolerationPriority),
+    "InterPodAffinityPriority": _inter_pod_affinity,
+    "ImageLocalityPriority": _plain(ImageLocalityPriority),
+    "NodePreferAvoidPodsPriority": _plain(NodePreferAvoidPodsPriority),
+    "RequestedToCapacityRatioPriority": _with_argument(
+        RequestedToCapacityRatioPriority.from_argument, "requestedToCapacityRatioArguments"
+    ),
+    "ResourceLimitsPriority": _plain(ResourceLimitsPriority),
+    "EvenPodsSpreadPriority": _plain(PodTopologySpreadPriority),
 }
 
-ALIASES: Final[Mapping[str, str]] = {"ServiceSpreadingPriority": "SelectorSpreadPriority"}
+# Old names, and the 1.20 plugin names it accepts as priority names.
+ALIASES: Final[Mapping[str, str]] = {
+    "ServiceSpreadingPriority": "SelectorSpreadPriority",
+    "ServiceAffinity": "ServiceAntiAffinity",
+    "RequestedToCapacityRatio": "RequestedToCapacityRatioPriority",
+}
+
+# A custom priority's argument key -> the priority it configures.
+ARGUMENTS: Final[Mapping[str, str]] = {
+    "serviceAntiAffinity": "ServiceAntiAffinity",
+    "labelPreference": "NodeLabel",
+    "requestedToCapacityRatioArguments": "RequestedToCapacityRatioPriority",
+}
 
 # Accepted and then dropped, as 1.20's factory.go does ("Skip registering priority"): a constant
 # score changes no decision.
@@ -51,31 +122,13 @@ DEFAULTS_1_20: Final[Mapping[str, int]] = {
     "ImageLocalityPriority": 1,
     "EvenPodsSpreadPriority": 2,
 }
-DEFAULTS: Final[Mapping[str, int]] = {n: w for n, w in sorted(DEFAULTS_1_20.items()) if n in REGISTRY}
-
-# Names kube-scheduler 1.20 registers that have no implementation here yet (the last three are
-# the plugin names it also accepts for custom priorities).
-NOT_SUPPORTED_YET: Final = frozenset(
-    {
-        "MostRequestedPriority",
-        "RequestedToCapacityRatioPriority",
-        "InterPodAffinityPriority",
-        "NodePreferAvoidPodsPriority",
-        "NodeAffinityPriority",
-        "TaintTolerationPriority",
-        "ImageLocalityPriority",
-        "EvenPodsSpreadPriority",
-        "RequestedToCapacityRatio",
-        "NodeLabel",
-        "ServiceAffinity",
-    }
-)
+DEFAULTS: Final[Mapping[str, int]] = dict(sorted(DEFAULTS_1_20.items()))
 
 __all__ = [
     "ALIASES",
+    "ARGUMENTS",
     "DEFAULTS",
     "DEFAULTS_1_20",
-    "NOT_SUPPORTED_YET",
     "REGISTRY",
     "SKIPPED",
     "PriorityFactory",

@@ -10,7 +10,7 @@ from kubesched.algorithm.framework import Priority
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
 from kubesched.model.quantity import milli_value, parse_quantity, value
-from kubesched.model.resources import CPU
+from kubesched.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource_name
 
 
 def scoring_request(pod: Pod) -> tuple[int, int]:
@@ -45,3 +45,41 @@ class ResourceAllocationPriority(Priority):
 
     def node_score(self, cpu: int, cpu_capacity: int, memory: int, memory_capacity: int) -> int:
         raise NotImplementedError
+
+
+def pod_resource_request(pod: Pod, resource: str) -> int:
+    """calculatePodResourceRequest for any resource: containers summed (unset cpu and memory at
+    their defaults), init containers as a maximum, overhead added with Quantity.Value()."""
+    if resource in (CPU, MEMORY):
+        cpu, memory = scoring_request(pod)
+        return cpu if resource == CPU else memory
+    if resource != EPHEMERAL_STORAGE and not is_scalar_resource_name(resource):
+        return 0
+
+    def amount(container: Any) -> int:
+        requests = ((container or {}).get("resources") or {}).get("requests") or {}
+        raw = requests.get(resource)
+        return 0 if raw is None else value(parse_quantity(raw))
+
+    total = sum(amount(c) for c in pod.spec.get("containers") or ())
+    for container in pod.spec.get("initContainers") or ():
+        total = max(total, amount(container))
+    overhead = pod.spec.get("overhead") or {}
+    if resource in overhead:
+        total += value(parse_quantity(overhead[resource]))
+    return total
+
+
+def allocatable_and_requested(node: NodeInfo, resource: str, pod_request: int) -> tuple[int, int]:
+    """calculateResourceAllocatableRequest: the node's allocatable and its requests plus the pod's
+    (non-zero requests for cpu and memory); (0, 0) for a resource scoring does not know."""
+    allocatable = node.node.allocatable
+    if resource == CPU:
+        return allocatable.milli_cpu, node.non_zero_milli_cpu + pod_request
+    if resource == MEMORY:
+        return allocatable.memory, node.non_zero_memory + pod_request
+    if resource == EPHEMERAL_STORAGE:
+        return allocatable.ephemeral_storage, node.requested.ephemeral_storage + pod_request
+    if is_scalar_resource_name(resource):
+        return allocatable.scalar.get(resource, 0), node.requested.scalar.get(resource, 0) + pod_request
+    return 0, 0

@@ -1,0 +1,152 @@
+"""Extenders (core/extender.go, core/generic_scheduler.go findNodesThatPassExtenders and
+prioritizeNodes) against a real extender process (tests/extender_server.py): what the scheduler
+sends, how answers change the decision, and that a slow or failing extender costs at most its
+httpTimeout."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubesched.algorithm.generic import Algorithm, ExtenderFailure, FitError
+from kubesched.algorithm.policy import compile_policy
+from kubesched.model.objects import Pod
+
+from ..extender_server import ExtenderProcess
+from .algofixtures import make_node, make_pod, snapshot
+
+SNAP = snapshot(make_node("n1"), make_node("n2"), make_node("n3"))
+RNG = random.Random(0)
+
+
+@pytest.fixture
+def start(tmp_path: Path) -> Iterator[Any]:
+    started: list[ExtenderProcess] = []
+
+    def run(behaviour: dict[str, Any]) -> ExtenderProcess:
+        process = ExtenderProcess(behaviour, tmp_path / f"extender-{len(started)}.log").__enter__()
+        started.append(process)
+        return process
+
+    yield run
+    for process in started:
+        process.__exit__(None, None, None)
+
+
+def policy(*extenders: dict[str, Any], priorities: list[Any] | None = None) -> Algorithm:
+    return compile_policy({"predicates": [], "priorities": priorities or [], "extenders": list(extenders)})
+
+
+def test_filter_and_prioritize_decide_among_the_feasible_nodes(start: Any) -> None:
+    ext = start(
+        {"filter": {"reject": {"n1": "no license here"}}, "prioritize": {"scores": {"n2": 1, "n3": 7}}}
+    )
+    algorithm = policy(
+        {"urlPrefix": ext.url, "filterVerb": "filter", "prioritizeVerb": "prioritize", "weight": 2}
+    )
+    result = algorithm.schedule(make_pod("web"), SNAP, RNG)
+    assert result.node_name == "n3"
+    # Extender scores (0..10) times weight 2, scaled by MaxNodeScore / MaxExtenderPriority = 10.
+    assert result.scores == {"n2": 20, "n3": 140}
+    assert result.failed_nodes == {"n1": ("no license here",)}
+    filter_call, prioritize_call = ext.requests()
+    assert filter_call["verb"] == "filter"
+    sent = filter_call["body"]
+    assert sent["NodeNames"] is None and [n["metadata"]["name"] for n in sent["Nodes"]["items"]] == [
+        "n1",
+        "n2",
+        "n3",
+    ]
+    assert sent["Pod"]["metadata"]["name"] == "web" and sent["Pod"]["spec"]["containers"]
+    assert [n["metadata"]["name"] for n in prioritize_call["body"]["Nodes"]["items"]] == ["n2", "n3"]
+
+
+def test_node_cache_capable_extenders_get_names_only(start: Any) -> None:
+    ext = start({"filter": {"reject": {"n2": "busy"}}})
+    algorithm = policy({"urlPrefix": ext.url, "filterVerb": "filter", "nodeCacheCapable": True})
+    with pytest.raises(FitError) as caught:
+        algorithm.schedule(make_pod(), snapshot(make_node("n2")), RNG)
+    assert str(caught.value) == "0/1 nodes are available: 1 busy."
+    (call,) = ext.requests()
+    assert call["body"]["NodeNames"] == ["n2"] and call["body"]["Nodes"] is None
+
+
+def test_a_failing_extender_that_is_not_ignorable_makes_the_pod_unschedulable(start: Any) -> None:
+    ext = start({"filter": {"status": 500}})
+    algorithm = policy({"urlPrefix": ext.url, "filterVerb": "filter"})
+    with pytest.raises(ExtenderFailure) as caught:
+        algorithm.schedule(make_pod(), SNAP, RNG)
+    assert (
+        str(caught.value)
+        == f"extender {ext.url} failed: failed filter with extender at URL {ext.url}/filter, code 500"
+    )
+
+
+def test_an_extender_error_answer_is_a_failure_too(start: Any) -> None:
+    ext = start({"filter": {"error": "database down"}})
+    with pytest.raises(ExtenderFailure, match="database down"):
+        policy({"urlPrefix": ext.url, "filterVerb": "filter"}).schedule(make_pod(), SNAP, RNG)
+
+
+def test_a_slow_ignorable_extender_costs_at_most_its_timeout(start: Any) -> None:
+    slow = start({"filter": {"delay": 5, "reject": {"n1": "x", "n2": "x", "n3": "x"}}})
+    algorithm = policy(
+        {"urlPrefix": slow.url, "filterVerb": "filter", "ignorable": True, "httpTimeout": "300ms"}
+    )
+    began = time.monotonic()
+    result = algorithm.schedule(make_pod(), SNAP, RNG)
+    assert time.monotonic() - began < 2.5  # well under the extender's 5 s
+    assert result.node_name in ("n1", "n2", "n3")  # its verdict never arrived: it was skipped
+
+
+def test_a_slow_extender_that_is_not_ignorable_fails_the_pod_after_its_timeout(start: Any) -> None:
+    slow = start({"filter": {"delay": 5}})
+    algorithm = policy({"urlPrefix": slow.url, "filterVerb": "filter", "httpTimeout": 300_000_000})
+    began = time.monotonic()
+    with pytest.raises(ExtenderFailure, match=r"timed out after 0\.3s"):
+        algorithm.schedule(make_pod(), SNAP, RNG)
+    assert time.monotonic() - began < 2.5
+
+
+def test_prioritize_failures_are_ignored(start: Any) -> None:
+    ext = start({"prioritize": {"status": 503}})
+    algorithm = policy(
+        {"urlPrefix": ext.url, "prioritizeVerb": "prioritize", "weight": 5},
+        priorities=[{"name": "LeastRequestedPriority", "weight": 1}],
+    )
+    busy = snapshot(make_node("big", cpu="8"), make_node("small", cpu="1"))
+    assert algorithm.schedule(make_pod(cpu="500m"), busy, RNG).node_name == "big"
+
+
+def test_an_extender_only_sees_pods_with_its_managed_resources(start: Any) -> None:
+    ext = start({"filter": {"reject": {"n1": "x", "n2": "x", "n3": "x", "g1": "x"}}})
+    algorithm = policy(
+        {"urlPrefix": ext.url, "filterVerb": "filter", "managedResources": [{"name": "example.com/gpu"}]}
+    )
+    assert algorithm.schedule(make_pod(), SNAP, RNG).node_name in ("n1", "n2", "n3")
+    assert ext.requests() == []
+    gpu_pod: Pod = make_pod(extra={"example.com/gpu": "1"})
+    gpu_nodes = snapshot(make_node("g1", extra={"example.com/gpu": "2"}))
+    with pytest.raises(FitError):
+        algorithm.schedule(gpu_pod, gpu_nodes, RNG)
+    assert [r["verb"] for r in ext.requests()] == ["filter"]
+
+
+def test_bind_through_the_extender(start: Any) -> None:
+    ext = start({"bind": {}})
+    algorithm = policy({"urlPrefix": ext.url, "bindVerb": "bind"})
+    pod = make_pod("web")
+    binder = algorithm.binder_for(pod)
+    assert binder is not None
+    binder.bind(pod, "n2")
+    assert ext.requests() == [
+        {
+            "verb": "bind",
+            "body": {"PodName": "web", "PodNamespace": "default", "PodUID": pod.uid, "Node": "n2"},
+        }
+    ]
