@@ -9,7 +9,7 @@ SCHEDULER_NAME ?= kubesched
 POLICY ?= examples/policies/seed-policy.json
 PYTEST_ARGS ?=
 
-.PHONY: all venv k8s lint fmt test test-unit test-integration run cluster-up cluster-down demo clean
+.PHONY: all venv k8s lint fmt test test-unit test-integration test-reliability run cluster-up cluster-down demo bench clean
 
 all: test
 
@@ -43,6 +43,10 @@ test-integration: venv k8s
 	$(BIN)/pytest tests/integration tests/e2e -q $(PYTEST_ARGS)
 
 test: venv k8s lint
+	$(BIN)/pytest tests -q -m "not slow" --durations=15 $(PYTEST_ARGS)
+
+# Everything, the long variants marked `slow` included (failover with kube-scheduler's 15/10/2 s timings).
+test-reliability: venv k8s
 	$(BIN)/pytest tests -q --durations=15 $(PYTEST_ARGS)
 
 cluster-up: venv k8s
@@ -63,6 +67,13 @@ else
 	@echo "Local control plane: export KUBECONFIG=$(CURDIR)/$(CLUSTER_DIR)/kubeconfig (stop it with 'make cluster-down')"
 	$(BIN)/kubesched run --kubeconfig $(CLUSTER_DIR)/kubeconfig --scheduler-name $(SCHEDULER_NAME) --policy-config-file $(POLICY)
 endif
+
+# kubesched vs kube-scheduler 1.20.2 vs a null binder (not part of `make test`; 20-40 minutes).
+# BENCH_ARGS=--quick for a smoke run of a few minutes; see bench/README.md for the rest.
+BENCH_ARGS ?=
+bench: venv k8s
+	@$(BIN)/python -c "import matplotlib" 2>/dev/null || $(BIN)/pip install -q -e '.[dev,bench]'
+	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -12,15 +12,18 @@ from pathlib import Path
 import kopf
 import structlog
 from kubernetes_asyncio import client
-from prometheus_client import start_http_server
 
 from kubesched.algorithm.policy import compile_policy, default_algorithm, load_policy_file
 from kubesched.binder import Binder
+from kubesched.election import ElectionConfig, ElectionThread
+from kubesched.endpoints import Endpoints
 from kubesched.events import Recorder
 from kubesched.handlers import build_registry, operator_settings
 from kubesched.kube import TokenBucket, connection_info, load_configuration
+from kubesched.policies import PolicyStore
+from kubesched.policy_controller import PolicyController, PolicyStatusWriter
 from kubesched.scheduler import Scheduler, SchedulerSettings
-from kubesched.sync import initial_sync
+from kubesched.sync import initial_sync, sync_bound_pods
 
 log = structlog.get_logger("kubesched")
 
@@ -36,6 +39,7 @@ class RunOptions:
     batch_size: int
     metrics_port: int
     seed: int | None
+    election: ElectionConfig | None = None  # None: --leader-elect=false, this process always schedules
 
 
 async def run_scheduler(options: RunOptions) -> None:
@@ -48,9 +52,13 @@ async def run_scheduler(options: RunOptions) -> None:
     _handle_signals(loop, stopping)
     conf = await load_configuration(options.kubeconfig)
     conf.connection_pool_maxsize = options.bind_concurrency + 16
+    synced = asyncio.Event()
+    endpoints = Endpoints(ready=synced.is_set)
     if options.metrics_port:
-        start_http_server(options.metrics_port)
+        await endpoints.start(options.metrics_port)
     async with client.ApiClient(conf) as api:
+        elector = ElectionThread(conf, options.election) if options.election else None
+        is_leader = elector.is_leader if elector else _always
         limiter = TokenBucket(options.kube_api_qps, options.kube_api_burst)
         recorder = Recorder(api, options.scheduler_name, limiter)
         scheduler = Scheduler(
@@ -58,15 +66,21 @@ async def run_scheduler(options: RunOptions) -> None:
                 options.scheduler_name, options.batch_size, options.bind_concurrency, options.seed
             ),
             algorithm,
-            Binder(api, limiter),
+            Binder(api, limiter, may_bind=elector.is_leader if elector else None),
             recorder,
         )
+        # Policies before pods, so that the first cycle already runs the profiles they define.
+        policies = PolicyController(
+            PolicyStore(options.scheduler_name), scheduler, PolicyStatusWriter(api, is_leader)
+        )
+        watched_policies = policies if await policies.load(api) else None
         await initial_sync(api, scheduler)
+        synced.set()
         kopf_stop: asyncio.Future[None] = loop.create_future()
         kopf_ready = asyncio.Event()
         operator = asyncio.create_task(
             kopf.operator(
-                registry=build_registry(scheduler, connection_info(conf)),
+                registry=build_registry(scheduler, connection_info(conf), watched_policies),
                 settings=operator_settings(),
                 standalone=True,
                 clusterwide=True,
@@ -75,7 +89,21 @@ async def run_scheduler(options: RunOptions) -> None:
             ),
             name="kopf",
         )
-        scheduling = asyncio.create_task(scheduler.run(), name="scheduling-loop")
+        if elector:
+            # Every replica watches and keeps its cache and policies warm; only a leader schedules,
+            # each term starting once the last leader's final binds are in the cache. A
+            # leader that loses the lease becomes a follower rather than exiting as kube-scheduler
+            # does: all its state lives on this event loop, so cancelling the term (its binds
+            # forget their assumptions) leaves a clean, still-warm standby, where an exit would
+            # cost a restart and a full re-list before it could take over again.
+            async def catch_up() -> None:
+                await sync_bound_pods(api, scheduler)
+                await policies.sync_statuses()  # status is the leader's to write: whatever changed meanwhile
+
+            campaign = elector.run(lambda: scheduler.lead(catch_up))
+            scheduling = asyncio.create_task(campaign, name="leader-election")
+        else:
+            scheduling = asyncio.create_task(scheduler.run(), name="scheduling-loop")
         stop_wait = asyncio.create_task(stopping.wait(), name="stop-signal")
         ready_wait = asyncio.create_task(kopf_ready.wait(), name="kopf-ready")
         waiting = {operator, scheduling, stop_wait, ready_wait}
@@ -91,6 +119,10 @@ async def run_scheduler(options: RunOptions) -> None:
             log.error("scheduling_loop_crashed", error=repr(scheduling.exception()))
         log.info("shutting_down")
         await scheduler.drain()
+        await scheduler.stand_down()  # binds that outlived the grace: cancelled before the lease goes
+        if elector:
+            await elector.release()
+        await policies.close()
         await recorder.close()
         for task in waiting:
             task.cancel()
@@ -98,9 +130,14 @@ async def run_scheduler(options: RunOptions) -> None:
             kopf_stop.set_result(None)
         with contextlib.suppress(asyncio.CancelledError):
             await operator
+        await endpoints.stop()
         log.info("stopped")
         if scheduling.done() and not scheduling.cancelled() and scheduling.exception() is not None:
             sys.exit(1)
+
+
+def _always() -> bool:
+    return True
 
 
 def _handle_signals(loop: asyncio.AbstractEventLoop, stopping: asyncio.Event) -> None:

@@ -23,6 +23,7 @@ OBJECT_KINDS = {
     "PersistentVolume": "persistent_volumes",
     "PersistentVolumeClaim": "persistent_volume_claims",
     "StorageClass": "storage_classes",
+    "CSINode": "csi_nodes",
 }
 
 

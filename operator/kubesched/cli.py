@@ -4,10 +4,27 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import click
 
 from kubesched import __version__, logs
+
+
+class Duration(click.ParamType):  # type: ignore[type-arg]  # generic only from click 8.2
+    """A duration as kube-scheduler's flags take it ("15s", "1m30s", "500ms"); a bare number is seconds."""
+
+    name = "duration"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, int | float):
+            return float(value)
+        from kubesched.election import parse_duration
+
+        try:
+            return parse_duration(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
@@ -46,6 +63,44 @@ def version() -> None:
 @click.option("--batch-size", default=32, show_default=True, help="Pods scheduled per executor call.")
 @click.option("--metrics-port", default=10251, show_default=True, help="Port for /metrics (0: off).")
 @click.option("--seed", type=int, default=None, help="Seed for tie-breaking among equally good nodes.")
+@click.option(
+    "--leader-elect",
+    type=click.BOOL,
+    is_flag=False,
+    flag_value=True,
+    default=True,
+    show_default=True,
+    help="Run several replicas: only the holder of a Lease schedules (--leader-elect=false: always).",
+)
+@click.option(
+    "--leader-elect-lease-duration",
+    type=Duration(),
+    default="15s",
+    show_default=True,
+    help="How long followers wait, after the last renewal they saw, before taking over.",
+)
+@click.option(
+    "--leader-elect-renew-deadline",
+    type=Duration(),
+    default="10s",
+    show_default=True,
+    help="The leader stops binding when it could not renew for this long.",
+)
+@click.option(
+    "--leader-elect-retry-period",
+    type=Duration(),
+    default="2s",
+    show_default=True,
+    help="How often the leader renews and followers try to take over.",
+)
+@click.option(
+    "--leader-elect-resource-namespace",
+    default=None,
+    help="Namespace of the Lease; default $POD_NAMESPACE, else kube-system.",
+)
+@click.option(
+    "--leader-elect-resource-name", default=None, help="Name of the Lease; default the --scheduler-name."
+)
 @click.option("--log-format", type=click.Choice(["console", "json"]), default="console", show_default=True)
 @click.option(
     "--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info", show_default=True
@@ -60,6 +115,12 @@ def run(
     batch_size: int,
     metrics_port: int,
     seed: int | None,
+    leader_elect: bool,
+    leader_elect_lease_duration: float,
+    leader_elect_renew_deadline: float,
+    leader_elect_retry_period: float,
+    leader_elect_resource_namespace: str | None,
+    leader_elect_resource_name: str | None,
     log_format: str,
     log_level: str,
 ) -> None:
@@ -75,7 +136,21 @@ def run(
     if kube_api_qps < 0:
         raise click.BadParameter(f"must not be negative, got {kube_api_qps}", param_hint="--kube-api-qps")
     from kubesched.app import RunOptions
+    from kubesched.election import ElectionConfig, default_identity, default_namespace
 
+    election = None
+    if leader_elect:
+        election = ElectionConfig(
+            namespace=leader_elect_resource_namespace or default_namespace(),
+            name=leader_elect_resource_name or scheduler_name,
+            identity=default_identity(),
+            lease_duration=leader_elect_lease_duration,
+            renew_deadline=leader_elect_renew_deadline,
+            retry_period=leader_elect_retry_period,
+        )
+        problems = election.problems()
+        if problems:
+            raise click.UsageError("; ".join(problems))
     options = RunOptions(
         kubeconfig,
         scheduler_name,
@@ -86,6 +161,7 @@ def run(
         batch_size,
         metrics_port,
         seed,
+        election,
     )
     from kubesched.algorithm.policy import PolicyError
 
@@ -97,3 +173,88 @@ def run(
         raise click.ClickException(f"{policy_config_file}: {exc}") from exc
     except KeyboardInterrupt:
         pass
+
+
+@main.group()
+def policy() -> None:
+    """SchedulerPolicy tools."""
+
+
+@policy.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--name", default=None, help="metadata.name; default the --scheduler-name, else kubesched.")
+@click.option(
+    "--scheduler-name", default=None, help="spec.schedulerName; default none (the operator's own name)."
+)
+@click.option("-o", "--output", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True)
+@click.option(
+    "--validate/--no-validate",
+    default=True,
+    show_default=True,
+    help="Refuse a policy the operator would reject.",
+)
+def convert(file: Path, name: str | None, scheduler_name: str | None, output: str, validate: bool) -> None:
+    """Print a legacy Policy file (JSON or YAML, kind: Policy) as a SchedulerPolicy manifest."""
+    import json
+
+    import yaml
+
+    from kubesched.algorithm.policy import PolicyError, compile_policy, load_policy_file
+    from kubesched.policies import is_object_name, policy_manifest
+
+    name = name or scheduler_name or "kubesched"
+    if not is_object_name(name):
+        raise click.BadParameter(f"{name!r} is not an RFC 1123 subdomain", param_hint="--name")
+    try:
+        document = load_policy_file(file)
+    except PolicyError as exc:
+        raise click.ClickException(str(exc)) from exc
+    if validate:
+        try:
+            compile_policy(document)
+        except PolicyError as exc:
+            raise click.ClickException(f"{file}: {exc} (--no-validate converts it anyway)") from exc
+    manifest = policy_manifest(document, name, scheduler_name)
+    if output == "json":
+        click.echo(json.dumps(manifest, indent=2))
+    else:
+        click.echo(f"# SchedulerPolicy converted from {file.name}", nl=True)
+        click.echo(yaml.safe_dump(manifest, sort_keys=False), nl=False)
+
+
+@main.command()
+@click.argument("pod", metavar="NAMESPACE/POD")
+@click.option(
+    "--kubeconfig", type=click.Path(dir_okay=False), help="Kubeconfig; default $KUBECONFIG or in-cluster."
+)
+@click.option(
+    "--scheduler-name",
+    default=None,
+    help="Profile whose policy runs (its active SchedulerPolicy, if any); default the pod's schedulerName.",
+)
+@click.option(
+    "--policy-config-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Legacy Policy file used when no SchedulerPolicy drives the profile; default the built-in default.",
+)
+@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def explain(
+    pod: str, kubeconfig: str | None, scheduler_name: str | None, policy_config_file: Path | None, output: str
+) -> None:
+    """Show, for every node, which predicates reject POD and why, and how the others score.
+
+    Runs the policy against the live cluster state without binding anything.
+    """
+    from kubesched.algorithm.policy import PolicyError
+    from kubesched.explain import PodNotFound, explain_live, render_json, render_table
+
+    namespace, _, name = pod.partition("/")
+    if not name or not namespace:
+        raise click.BadParameter(f"expected NAMESPACE/POD, got {pod!r}", param_hint="NAMESPACE/POD")
+    try:
+        result = asyncio.run(explain_live(kubeconfig, namespace, name, scheduler_name, policy_config_file))
+    except PodNotFound as exc:
+        raise click.ClickException(str(exc)) from exc
+    except PolicyError as exc:
+        raise click.ClickException(f"policy: {exc}") from exc
+    click.echo(render_json(result) if output == "json" else render_table(result))

@@ -99,6 +99,7 @@ class Recorder:
 
     async def _post_event(self, pod: Pod, type_: str, reason: str, message: str) -> tuple[int, Any]:
         stamp = now_rfc3339()
+        component = pod.scheduler_name or self._component  # the profile, as kube-scheduler reports it
         body = {
             "apiVersion": "v1",
             "kind": "Event",
@@ -114,9 +115,9 @@ class Recorder:
             "type": type_,
             "reason": reason,
             "message": message[:1024],
-            "source": {"component": self._component},
-            "reportingComponent": self._component,
-            "reportingInstance": self._component,
+            "source": {"component": component},
+            "reportingComponent": component,
+            "reportingInstance": component,
             "action": "Scheduling",
             "firstTimestamp": stamp,
             "lastTimestamp": stamp,

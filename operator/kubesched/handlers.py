@@ -1,4 +1,5 @@
-"""Kopf wiring: watch events feed the scheduler's cache and queue, and nothing else.
+"""Kopf wiring: watch events feed the scheduler's cache and queue, and SchedulerPolicies the
+policy controller; nothing else.
 
 Only `@on.event` handlers, all returning None: other handler kinds on pods would make Kopf
 write annotations or finalizers onto every pod, and a returned value would be patched into
@@ -9,11 +10,15 @@ non-terminal field selector.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import kopf
 
+from kubesched.policies import API_GROUP, API_VERSION, PLURAL
 from kubesched.scheduler import Scheduler
+
+if TYPE_CHECKING:
+    from kubesched.policy_controller import PolicyController
 
 NON_TERMINAL_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 
@@ -26,6 +31,7 @@ WATCHED_OBJECTS = (
     ("", "v1", "persistentvolumes", "PersistentVolume"),
     ("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim"),
     ("storage.k8s.io", "v1", "storageclasses", "StorageClass"),
+    ("storage.k8s.io", "v1", "csinodes", "CSINode"),
 )
 
 
@@ -34,7 +40,8 @@ def operator_settings() -> kopf.OperatorSettings:
     settings.peering.standalone = True
     settings.peering.clusterwide = True
     settings.posting.enabled = False  # our events are ours to post, with kube-scheduler's reasons
-    settings.scanning.disabled = True  # no CRD discovery needed for built-in kinds
+    # Resources are discovered once at start-up (the SchedulerPolicy CRD included); no CRD watch.
+    settings.scanning.disabled = True
     settings.watching.field_selectors["pods"] = NON_TERMINAL_PODS
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330
@@ -46,7 +53,10 @@ def operator_settings() -> kopf.OperatorSettings:
     return settings
 
 
-def build_registry(scheduler: Scheduler, login: kopf.ConnectionInfo) -> kopf.OperatorRegistry:
+def build_registry(
+    scheduler: Scheduler, login: kopf.ConnectionInfo, policies: PolicyController | None = None
+) -> kopf.OperatorRegistry:
+    """The watches; SchedulerPolicies only with `policies` (None when their CRD is not installed)."""
     registry = kopf.OperatorRegistry()
 
     @kopf.on.login(registry=registry)
@@ -63,6 +73,12 @@ def build_registry(scheduler: Scheduler, login: kopf.ConnectionInfo) -> kopf.Ope
 
     for group, version, plural, kind in WATCHED_OBJECTS:
         _watch_object(registry, scheduler, group, version, plural, kind)
+
+    if policies is not None:
+
+        @kopf.on.event(API_GROUP, API_VERSION, PLURAL, registry=registry)
+        async def _policy(event: kopf.RawEvent, **_: Any) -> None:
+            await policies.on_event(event.get("type"), event["object"])
 
     return registry
 

@@ -23,3 +23,8 @@ POD_SCHEDULING_DURATION = Histogram(
 )
 PENDING_PODS = Gauge("scheduler_pending_pods", "Number of pending pods, by the queue type.", ["queue"])
 BINDS = Counter("kubesched_binds_total", "Binding requests by outcome.", ["outcome"])
+LEADER_STATUS = Gauge(
+    "leader_election_master_status",
+    "Whether this process is the leader of the lease `name` (1) or a follower (0).",
+    ["name"],
+)

@@ -106,8 +106,13 @@ class SchedulingQueue:
     # --- what the scheduling loop calls ------------------------------------------------------
 
     async def pop_batch(self, limit: int) -> list[QueuedPod]:
-        """Wait for at least one active pod, then take up to `limit` of them, best first."""
+        """Wait for at least one active pod, then take up to `limit` of them, best first.
+
+        Once closed (shutdown), nothing more: the pods left are the next leader's.
+        """
         while True:
+            if self._closed:
+                return []
             self.flush()
             batch: list[QueuedPod] = []
             while self._active and len(batch) < limit:
@@ -153,9 +158,13 @@ class SchedulingQueue:
             self._push_backoff(entry)
 
     def requeue_all(self) -> None:
-        """Everything waiting goes back to the active heap (on winning leadership)."""
+        """Everything waiting goes back to the active heap (on winning leadership).
+
+        Pods still marked in flight were left by a term that ended mid-batch: they go back too.
+        """
+        self._in_flight.clear()
         for entry in list(self._pods.values()):
-            if entry.where in (BACKOFF, UNSCHEDULABLE):
+            if entry.where != ACTIVE:
                 self._unschedulable.pop(entry.key, None)
                 self._push_active(entry)
 

@@ -3,6 +3,13 @@
 Watch handlers feed `on_pod`, `on_node` and `on_object`; they only touch the cache and the
 queue, both of which live on the event loop. The algorithm sees an immutable snapshot in an
 executor thread, a small batch of pods at a time, so the loop never stalls on it.
+
+One scheduler serves several profiles: a scheduler name -> Algorithm mapping. Its own name
+(`SchedulerSettings.name`) always exists and runs the base algorithm (built-in default or
+--policy-config-file) unless a SchedulerPolicy drives it; SchedulerPolicies add other names. A
+pod is ours when its `spec.schedulerName` is a profile we serve, and each pod runs its own
+profile's algorithm, in a batch that may mix profiles. When a profile goes away, its pending pods
+leave the queue and stay pending, untouched: no scheduler of ours serves them any more.
 """
 
 from __future__ import annotations
@@ -10,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +37,8 @@ log = structlog.get_logger(__name__)
 
 Outcome = ScheduleResult | FitError | Exception
 TERMINAL_PHASES = ("Succeeded", "Failed")
+# Objects whose change may help an unschedulable pod (1.20's PvAdd, StorageClassAdd, CSINodeAdd...).
+_MOVING_KINDS = ("PersistentVolume", "PersistentVolumeClaim", "Service", "StorageClass", "CSINode")
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,9 +50,14 @@ class SchedulerSettings:
 
 
 def schedule_batch(
-    algorithm: Algorithm, pods: Sequence[Pod], snapshot: Snapshot, rng: random.Random, start: int
+    profiles: Mapping[str, Algorithm],
+    pods: Sequence[Pod],
+    snapshot: Snapshot,
+    rng: random.Random,
+    start: int,
 ) -> tuple[list[Outcome], int]:
-    """Schedule pods one after another, each decision applied to the snapshot the next one sees.
+    """Schedule pods one after another, each with its profile's algorithm and each decision applied
+    to the snapshot the next one sees.
 
     Runs in the executor. A bug hit by one pod is returned as its outcome, not raised, so the
     other pods of the batch and the loop carry on.
@@ -51,7 +65,7 @@ def schedule_batch(
     outcomes: list[Outcome] = []
     for pod in pods:
         try:
-            result = algorithm.schedule(pod, snapshot, rng, start)
+            result = profiles[pod.scheduler_name].schedule(pod, snapshot, rng, start)
         except FitError as exc:
             outcomes.append(exc)
             continue
@@ -77,7 +91,11 @@ class Scheduler:
         executor: Executor | None = None,
     ) -> None:
         self.settings = settings
-        self.algorithm = algorithm
+        self.base_algorithm = algorithm
+        self._profiles: dict[str, Algorithm] = {settings.name: algorithm}
+        # Every pending, unbound pod whatever its scheduler name, so that a profile that appears
+        # picks up its pods at once (their watch events came while they were not ours).
+        self._unbound: dict[str, Pod] = {}
         self.cache = cache or SchedulerCache()
         self.queue = queue or SchedulingQueue()
         self._binder = binder
@@ -87,6 +105,8 @@ class Scheduler:
         self._start_index = 0
         self._bind_slots = asyncio.Semaphore(settings.bind_concurrency)
         self._binds: set[asyncio.Task[None]] = set()
+        self._term_lock = asyncio.Lock()
+        self._stopping = False  # shutdown: binds not yet sent are not sent
         self._log = log.bind(profile=settings.name)
 
     # --- cluster events (called by the watch handlers) -------------------------------------------
@@ -96,20 +116,23 @@ class Scheduler:
         if not pod.uid:
             return
         if event_type == "DELETED" or pod.phase in TERMINAL_PHASES:
+            self._unbound.pop(pod.uid, None)
             self.queue.delete(pod.uid)
             if self.cache.has_pod(pod.uid):
                 self.cache.remove_pod(pod.uid)
                 self.queue.move_all("AssignedPodDelete")
             return
         if pod.node_name:
+            self._unbound.pop(pod.uid, None)
             self.queue.delete(pod.uid)
             self.cache.set_pod(pod)
             return
-        if pod.scheduler_name != self.settings.name:
-            return
         if pod.deleting:
+            self._unbound.pop(pod.uid, None)
             self.queue.delete(pod.uid)
-        elif not self.cache.is_assumed(pod.uid):
+            return
+        self._unbound[pod.uid] = pod
+        if pod.scheduler_name in self._profiles and not self.cache.is_assumed(pod.uid):
             # An assumed pod is bound or being bound; its watch event just has not caught up.
             self.queue.add(pod)
 
@@ -129,25 +152,56 @@ class Scheduler:
         meta = raw.get("metadata") or {}
         key = f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta.get("name", "")
         self.cache.set_object(kind, key, None if event_type == "DELETED" else raw)
-        if event_type != "DELETED" and kind in ("PersistentVolume", "PersistentVolumeClaim", "Service"):
+        if event_type != "DELETED" and kind in _MOVING_KINDS:
             self.queue.move_all(f"{kind}Change")
+
+    # --- profiles (set by the SchedulerPolicy handler) ---------------------------------------------
+
+    @property
+    def profiles(self) -> Mapping[str, Algorithm]:
+        """scheduler name -> the algorithm its pods run now."""
+        return self._profiles
+
+    def set_profiles(self, policies: Mapping[str, Algorithm]) -> bool:
+        """Serve these policy-driven profiles from the next batch on; our own name falls back to
+        the base algorithm when no policy drives it. Returns False when nothing changed.
+
+        Pods of a profile that appears are queued; those of one that goes away leave the queue
+        (stay pending, untouched); unschedulable pods get another try under the new algorithms.
+        """
+        profiles = {self.settings.name: self.base_algorithm, **policies}
+        names = profiles.keys() | self._profiles.keys()
+        if all(profiles.get(name) is self._profiles.get(name) for name in names):
+            return False
+        added = profiles.keys() - self._profiles.keys()
+        removed = self._profiles.keys() - profiles.keys()
+        self._profiles = profiles
+        for pod in list(self._unbound.values()):
+            if pod.scheduler_name in removed:
+                self.queue.delete(pod.uid)  # an entry in the executor now comes back `gone`
+            elif pod.scheduler_name in added and not self.cache.is_assumed(pod.uid):
+                self.queue.add(pod)
+        self.queue.move_all("PolicyChange")
+        return True
 
     # --- the loop ----------------------------------------------------------------------------------
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
-        self._log.info("scheduler_started", algorithm=self.algorithm.describe())
+        self._log.info(
+            "scheduler_started", profiles={name: a.describe() for name, a in self._profiles.items()}
+        )
         while True:
             batch = await self.queue.pop_batch(self.settings.batch_size)
             if not batch:
                 break
             started = time.perf_counter()
             snapshot = self.cache.snapshot()
-            algorithm = self.algorithm  # a policy reload swaps it between batches, never within one
+            profiles = self._profiles  # a policy reload swaps them between batches, never within one
             outcomes, self._start_index = await loop.run_in_executor(
                 self._executor,
                 schedule_batch,
-                algorithm,
+                profiles,
                 [entry.pod for entry in batch],
                 snapshot,
                 self._rng,
@@ -161,12 +215,42 @@ class Scheduler:
     async def drain(self, grace: float = 10.0) -> None:
         """Stop taking pods and let the binds in flight finish."""
         self.queue.close()
-        if self._binds:
-            await asyncio.wait(list(self._binds), timeout=grace)
+        self._stopping = True
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace
+        # Again while new ones appear: a batch still in the executor when the queue closed adds some.
+        while self._binds and (remaining := deadline - loop.time()) > 0:
+            await asyncio.wait(list(self._binds), timeout=remaining)
+
+    async def lead(self, resync: Callable[[], Awaitable[object]]) -> None:
+        """One leadership term: catch up with the cluster, give every waiting pod a try, and
+        schedule until the term ends (cancelled) or the queue closes (shutdown)."""
+        async with self._term_lock:  # a term starts once the last one has cleaned up
+            try:
+                while True:  # no scheduling on a cache that may miss the last leader's binds
+                    try:
+                        await resync()
+                        break
+                    except Exception as exc:
+                        self._log.warning("leader_resync_failed", error=repr(exc))
+                        await asyncio.sleep(1.0)
+                self.queue.requeue_all()
+                await self.run()
+            except asyncio.CancelledError:
+                await self.stand_down()
+                raise
+
+    async def stand_down(self) -> None:
+        """Cancel the binds in flight; each forgets its assumption and puts its pod back."""
+        binds = list(self._binds)
+        for task in binds:
+            task.cancel()
+        if binds:
+            await asyncio.wait(binds)
 
     def _apply(self, entry: QueuedPod, outcome: Outcome, duration: float) -> None:
         pod = entry.pod
-        profile = self.settings.name
+        profile = pod.scheduler_name
         if entry.gone:
             return  # deleted or bound by someone else while the algorithm ran
         if isinstance(outcome, ScheduleResult):
@@ -185,7 +269,9 @@ class Scheduler:
             message = outcome.summary()
             metrics.SCHEDULE_ATTEMPTS.labels("unschedulable", profile).inc()
             metrics.ATTEMPT_DURATION.labels("unschedulable", profile).observe(duration)
-            self._log.info("pod_unschedulable", pod=pod.key, attempts=entry.attempts, reason=message)
+            self._log.info(
+                "pod_unschedulable", pod=pod.key, profile=profile, attempts=entry.attempts, reason=message
+            )
         else:
             message = f"internal error while scheduling: {outcome!r}"
             metrics.SCHEDULE_ATTEMPTS.labels("error", profile).inc()
@@ -195,8 +281,25 @@ class Scheduler:
 
     async def _bind(self, entry: QueuedPod, node_name: str) -> None:
         pod = entry.pod
-        async with self._bind_slots:
-            outcome, reason = await self._binder.bind(pod, node_name)
+        try:
+            async with self._bind_slots:
+                if self._stopping:  # waited for a slot while the loop ran ahead: the next leader's
+                    self.cache.forget(pod.uid)
+                    self.queue.backoff(entry)
+                    return
+                profile = self._profiles.get(pod.scheduler_name)
+                extender = profile.binder_for(pod) if profile is not None else None
+                if extender is None:
+                    outcome, reason, sent_at = await self._binder.bind(pod, node_name)
+                else:  # an extender with a bindVerb binds the pods it is interested in
+                    outcome, reason, sent_at = await self._binder.bind(pod, node_name, extender)
+        except asyncio.CancelledError:
+            # The term ended: a request already sent may still land (the watch will say); until
+            # then the pod is not assumed anywhere, and waits for the next term.
+            self._log.info("bind_cancelled", pod=pod.key, node=node_name)
+            self.cache.forget(pod.uid)
+            self.queue.backoff(entry)
+            raise
         metrics.BINDS.labels(outcome.value).inc()
         if outcome is BindOutcome.BOUND:
             self.queue.done(entry)
@@ -204,10 +307,20 @@ class Scheduler:
                 metrics.POD_SCHEDULING_DURATION.labels(str(min(entry.attempts, 15))).observe(
                     self.queue.clock() - entry.initial_attempt
                 )
-            self._log.info("pod_bound", pod=pod.key, node=node_name, attempts=entry.attempts)
+            self._log.info(
+                "pod_bound",
+                pod=pod.key,
+                profile=pod.scheduler_name,
+                node=node_name,
+                attempts=entry.attempts,
+                sent_at=sent_at,
+            )
             self._recorder.event(pod, NORMAL, SCHEDULED, scheduled_message(pod, node_name))
             return
         self.cache.forget(pod.uid)
+        if outcome is BindOutcome.NOT_LEADER:
+            self.queue.backoff(entry)  # the next term requeues it
+            return
         if outcome is BindOutcome.FAILED:
             self._log.warning("bind_failed", pod=pod.key, node=node_name, error=reason)
             self._recorder.unschedulable(pod, f"Binding rejected: {reason}")

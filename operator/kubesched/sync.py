@@ -60,5 +60,21 @@ async def initial_sync(api: client.ApiClient, scheduler: Scheduler) -> dict[str,
     return counts
 
 
+async def sync_bound_pods(api: client.ApiClient, scheduler: Scheduler) -> int:
+    """Before a new leader schedules: bound pods that the watch has not delivered yet (the last
+    leader's final binds). Only what the cache lacks is added: a listing may be older than events
+    that overtook it, and must not undo them. Returns how many were added."""
+    query = {"fieldSelector": f"{NON_TERMINAL_PODS},spec.nodeName!="}
+    pods = await list_all(api, "/api/v1/pods", **query)
+    added = 0
+    for pod in pods:
+        uid = (pod.get("metadata") or {}).get("uid")
+        if uid and not scheduler.cache.has_pod(uid):
+            scheduler.on_pod(None, pod)
+            added += 1
+    log.info("leader_caught_up", bound_pods=len(pods), added=added)
+    return added
+
+
 def _object_handler(scheduler: Scheduler, kind: str) -> Callable[[dict[str, Any]], None]:
     return lambda obj: scheduler.on_object(kind, None, obj)

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
+import yaml
 from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client import (
     ApiClient,
@@ -26,6 +27,8 @@ from kubernetes_asyncio.client import (
     V1ObjectMeta,
     V1TokenRequestSpec,
 )
+
+from kubesched.kube import request
 
 T = TypeVar("T")
 
@@ -311,6 +314,41 @@ async def post_object(
     error = ApiException(status=response.status, reason=response.reason)
     error.body = text
     raise error
+
+
+CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+
+async def install_crds(api_client: ApiClient, directory: Path, timeout: float = 30.0) -> list[str]:
+    """Create or update every CustomResourceDefinition in `directory`'s YAML files; wait until Established."""
+    names = []
+    for path in sorted(directory.glob("*.yaml")):
+        for manifest in yaml.safe_load_all(path.read_text()):
+            if not manifest or manifest.get("kind") != "CustomResourceDefinition":
+                continue
+            name = manifest["metadata"]["name"]
+            status, body = await request(api_client, "POST", CRD_PATH, manifest)
+            if status == 409:  # there already (a reused control plane): bring it up to date
+                status, body = await request(api_client, "GET", f"{CRD_PATH}/{name}")
+                if status == 200:
+                    version = {"resourceVersion": body["metadata"]["resourceVersion"]}
+                    current = {**manifest, "metadata": {**manifest["metadata"], **version}}
+                    status, body = await request(api_client, "PUT", f"{CRD_PATH}/{name}", current)
+            if status >= 300:
+                raise RuntimeError(f"CustomResourceDefinition {name}: {status} {body}")
+            names.append(name)
+    for name in names:
+        await wait_for(_established(api_client, name), timeout, message=f"{name} Established")
+    return names
+
+
+def _established(api_client: ApiClient, name: str) -> Callable[[], Awaitable[bool]]:
+    async def check() -> bool:
+        status, body = await request(api_client, "GET", f"{CRD_PATH}/{name}")
+        conditions = (body.get("status") or {}).get("conditions") or [] if status == 200 else []
+        return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+
+    return check
 
 
 @overload

@@ -1,4 +1,7 @@
-"""Every test here talks to the real API server: marked `integration`, and cleans up nodes after itself."""
+"""Every test here talks to the real API server: marked `integration`, and cleans up nodes after itself.
+
+The CRDs in crds/ are installed once per session, before any test, as a cluster would have them.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +9,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
+from kubernetes_asyncio.client import ApiClient
+
+from kubesched.testing import install_crds
 
 HERE = Path(__file__).parent
+CRDS = HERE.parents[1] / "crds"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -20,3 +28,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(autouse=True)
 def _nodes_deleted_after_each_test(clean_nodes: None) -> Iterator[None]:
     yield
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session", autouse=True)
+async def _crds_installed(api: ApiClient) -> list[str]:
+    return await install_crds(api, CRDS)

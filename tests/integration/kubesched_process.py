@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -16,12 +16,22 @@ class KubeschedProcess:
     """A `kubesched run` subprocess with its log in a file, stopped with SIGTERM (then SIGKILL)."""
 
     def __init__(
-        self, kubeconfig: Path | str, scheduler_name: str, log_dir: Path, args: Sequence[str] = ()
+        self,
+        kubeconfig: Path | str,
+        scheduler_name: str,
+        log_dir: Path,
+        args: Sequence[str] = (),
+        *,
+        name: str | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
+        """`name` tells replicas of one scheduler apart (log file; POD_NAME, so election identity)."""
         self.kubeconfig = str(kubeconfig)
         self.scheduler_name = scheduler_name
-        self.log_path = log_dir / f"kubesched-{scheduler_name}.log"
+        self.name = name or scheduler_name
+        self.log_path = log_dir / f"kubesched-{self.name}.log"
         self.args = list(args)
+        self.env = {**(env or {}), **({"POD_NAME": name} if name else {})}
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> KubeschedProcess:
@@ -35,7 +45,9 @@ class KubeschedProcess:
             *self.args,
         ]  # fmt: skip
         log = self.log_path.open("ab")
-        self.proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ})
+        self.proc = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **self.env}
+        )
         log.close()
         return self
 

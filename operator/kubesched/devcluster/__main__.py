@@ -98,6 +98,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         f"demo: {result.nodes_created} of {args.nodes} nodes and {result.pods_created} of {args.pods} pods "
         f"created (namespace {NAMESPACE}, schedulerName {args.scheduler_name}; existing ones kept)"
     )
+    if result.crds:
+        print(f"demo: CRDs installed: {', '.join(result.crds)}")
     return 0
 
 

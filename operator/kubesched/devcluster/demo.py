@@ -6,10 +6,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kubesched.devcluster.binaries import repo_root
 from kubesched.testing import (
     create_namespace,
     create_nodes,
     create_pods,
+    install_crds,
     make_node,
     make_pod,
     new_api_client,
@@ -36,6 +38,7 @@ ZONE_PINNED = 2  # this many pods carry a nodeSelector on zone-a
 class DemoResult:
     nodes_created: int
     pods_created: int
+    crds: tuple[str, ...] = ()
 
 
 def demo_nodes(count: int) -> list[dict[str, Any]]:
@@ -76,13 +79,15 @@ WEB_SERVICE: dict[str, Any] = {
 
 
 async def create_demo(kubeconfig: Path, nodes: int, pods: int, scheduler_name: str) -> DemoResult:
-    """Create the demo objects; those that exist already are left as they are."""
+    """Install crds/ (from a checkout) and create the demo objects; existing ones are left as they are."""
     api = await new_api_client(kubeconfig)
+    root = repo_root()
     try:
+        crds = await install_crds(api, root / "crds") if root else []
         await create_namespace(api, NAMESPACE, skip_existing=True)
         await post_object(api, f"/api/v1/namespaces/{NAMESPACE}/services", WEB_SERVICE, skip_existing=True)
         nodes_created = await create_nodes(api, demo_nodes(nodes), skip_existing=True)
         pods_created = await create_pods(api, demo_pods(pods, scheduler_name), skip_existing=True)
     finally:
         await api.close()
-    return DemoResult(nodes_created, pods_created)
+    return DemoResult(nodes_created, pods_created, tuple(crds))

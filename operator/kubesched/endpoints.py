@@ -1,0 +1,49 @@
+"""The HTTP endpoints on the metrics port: `/metrics`, `/healthz` (alive) and `/readyz` (caches synced).
+
+One small aiohttp server on the event loop: `/healthz` answering at all shows that the loop is
+not stuck, which is what a liveness probe should learn. Every replica is ready once its cache is
+synced, leader or not: a follower is a warm standby, and leadership shows in the metric
+`leader_election_master_status`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
+
+
+class Endpoints:
+    def __init__(self, ready: Callable[[], bool]) -> None:
+        self._ready = ready
+        self._runner: web.AppRunner | None = None
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_get("/metrics", self._metrics)
+        app.router.add_get("/healthz", self._healthz)
+        app.router.add_get("/readyz", self._readyz)
+        return app
+
+    async def start(self, port: int, host: str | None = None) -> None:
+        """Listen on `port` (all interfaces unless `host`)."""
+        self._runner = web.AppRunner(self.app(), access_log=None)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, host, port).start()
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def _metrics(self, _: web.Request) -> web.Response:
+        return web.Response(body=generate_latest(REGISTRY), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def _healthz(self, _: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def _readyz(self, _: web.Request) -> web.Response:
+        if self._ready():
+            return web.Response(text="ok")
+        return web.Response(status=503, text="caches not synced")
