@@ -290,10 +290,33 @@ async def delete_namespace(api_client: ApiClient, name: str) -> None:
             raise
 
 
+TRANSIENT_ATTEMPTS = 5
+
+
 async def post_object(
     api_client: ApiClient, path: str, body: Mapping[str, Any], *, skip_existing: bool = False
 ) -> bool:
-    """POST a raw object to `path` (e.g. /api/v1/nodes); False if it existed and `skip_existing` is set."""
+    """POST a raw object to `path` (e.g. /api/v1/nodes); False if it existed and `skip_existing` is set.
+
+    Server errors (5xx, 429) are retried with backoff: fault tests freeze or restart the API server
+    while objects are being created. A 409 after such a retry means the first attempt landed.
+    """
+    for attempt in range(TRANSIENT_ATTEMPTS):
+        status, text = await _post_once(api_client, path, body)
+        if 200 <= status < 300:
+            return True
+        if status == 409 and attempt > 0:
+            return True
+        if status == 409 and skip_existing:
+            return False
+        if (status >= 500 or status == 429) and attempt + 1 < TRANSIENT_ATTEMPTS:
+            await asyncio.sleep(0.5 * 2**attempt)
+            continue
+        break
+    raise ApiException(status=status, reason=text[:1000])
+
+
+async def _post_once(api_client: ApiClient, path: str, body: Mapping[str, Any]) -> tuple[int, str]:
     # The generated create_* methods want model objects and deserialise the reply; a raw POST
     # of the dict is both simpler and several times cheaper on the client's CPU.
     response = await api_client.call_api(
@@ -307,13 +330,8 @@ async def post_object(
     async with response:
         if 200 <= response.status < 300:
             await response.read()
-            return True
-        text = await response.text()
-    if response.status == 409 and skip_existing:
-        return False
-    error = ApiException(status=response.status, reason=response.reason)
-    error.body = text
-    raise error
+            return int(response.status), ""
+        return int(response.status), await response.text()
 
 
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
