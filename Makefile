@@ -28,13 +28,13 @@ k8s:
 	bash hack/build-kubernetes.sh >/dev/null
 
 lint: venv
-	$(BIN)/ruff check operator tests
-	$(BIN)/ruff format --check operator tests
+	$(BIN)/ruff check operator tests bench
+	$(BIN)/ruff format --check operator tests bench
 	$(BIN)/mypy
 
 fmt: venv
-	$(BIN)/ruff format operator tests
-	$(BIN)/ruff check --fix operator tests
+	$(BIN)/ruff format operator tests bench
+	$(BIN)/ruff check --fix operator tests bench
 
 test-unit: venv
 	$(BIN)/pytest tests/unit -q $(PYTEST_ARGS)

@@ -1,0 +1,145 @@
+"""The audit of a finished run: every pod bound once to a real node, no node overcommitted.
+
+It reads the API server's state afresh (not the watch, not the scheduler's own accounting) and
+sums requests with its own quantity parser.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubebench.workload import parse_cpu, parse_memory
+
+EXAMPLES = 5
+
+
+@dataclass(slots=True)
+class Audit:
+    pods_expected: int
+    pods_found: int = 0
+    bound: int = 0
+    unbound: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    on_unknown_node: list[str] = field(default_factory=list)
+    rebound: list[str] = field(default_factory=list)
+    overcommitted: list[str] = field(default_factory=list)
+    selector_violations: list[str] = field(default_factory=list)
+    selectors_checked: bool = True
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems()
+
+    def problems(self) -> list[str]:
+        found = []
+        for what, items in (
+            ("pods not bound", self.unbound),
+            ("pods missing", self.missing),
+            ("pods on a node that does not exist", self.on_unknown_node),
+            ("pods bound to a second node", self.rebound),
+            ("nodes overcommitted", self.overcommitted),
+            ("pods on a node their nodeSelector excludes", self.selector_violations),
+        ):
+            if items:
+                found.append(f"{len(items)} {what} (e.g. {', '.join(items[:EXAMPLES])})")
+        return found
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "pods_expected": self.pods_expected,
+            "pods_found": self.pods_found,
+            "bound": self.bound,
+            "problems": self.problems(),
+            "selectors_checked": self.selectors_checked,
+        }
+
+
+def audit(
+    pods: list[dict[str, Any]],
+    all_pods: list[dict[str, Any]],
+    nodes: list[dict[str, Any]],
+    expected: set[str],
+    rebound: dict[str, list[str]],
+    *,
+    check_selectors: bool = True,
+) -> Audit:
+    """Audit the run's `pods` against `nodes`; `all_pods` (every namespace) count towards node usage.
+
+    The null binder places pods with no algorithm at all, so nodeSelectors are checked only for
+    real schedulers (`check_selectors`); capacity is checked for every binder.
+    """
+    result = Audit(len(expected), len(pods), selectors_checked=check_selectors)
+    by_name = {n["metadata"]["name"]: n for n in nodes}
+    names = set()
+    for pod in pods:
+        name = pod["metadata"]["name"]
+        names.add(name)
+        node_name = pod["spec"].get("nodeName")
+        if not node_name:
+            result.unbound.append(name)
+            continue
+        result.bound += 1
+        node = by_name.get(node_name)
+        if node is None:
+            result.on_unknown_node.append(f"{name}->{node_name}")
+            continue
+        selector = pod["spec"].get("nodeSelector") or {}
+        labels = node["metadata"].get("labels") or {}
+        if check_selectors and any(labels.get(k) != v for k, v in selector.items()):
+            result.selector_violations.append(f"{name}->{node_name}")
+    result.missing = sorted(expected - names)
+    result.rebound = sorted(f"{pod}:{'->'.join(hops)}" for pod, hops in rebound.items())
+
+    used: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+    for pod in all_pods:
+        node_name = pod["spec"].get("nodeName")
+        phase = (pod.get("status") or {}).get("phase")
+        if not node_name or phase in ("Succeeded", "Failed"):
+            continue
+        cpu, memory = pod_requests(pod)
+        usage = used[node_name]
+        usage[0] += cpu
+        usage[1] += memory
+        usage[2] += 1
+    for node_name, (cpu, memory, count) in sorted(used.items()):
+        node = by_name.get(node_name)
+        if node is None:
+            continue
+        allocatable = node["status"].get("allocatable") or {}
+        limits = (
+            parse_cpu(allocatable.get("cpu", "0")),
+            parse_memory(allocatable.get("memory", "0")),
+            int(allocatable.get("pods", "0")),
+        )
+        over = [
+            f"{what} {value}>{limit}"
+            for what, value, limit in zip(
+                ("cpu", "memory", "pods"), (cpu, memory, count), limits, strict=True
+            )
+            if value > limit
+        ]
+        if over:
+            result.overcommitted.append(f"{node_name} ({'; '.join(over)})")
+    return result
+
+
+def pod_requests(pod: dict[str, Any]) -> tuple[int, int]:
+    """(millicores, bytes) a pod requests: its containers' sum, or an init container's if larger."""
+    spec = pod["spec"]
+
+    def total(containers: list[dict[str, Any]]) -> tuple[int, int]:
+        cpu = memory = 0
+        for container in containers:
+            requests = (container.get("resources") or {}).get("requests") or {}
+            cpu += parse_cpu(requests.get("cpu", "0"))
+            memory += parse_memory(requests.get("memory", "0"))
+        return cpu, memory
+
+    cpu, memory = total(spec.get("containers") or [])
+    for init in spec.get("initContainers") or []:
+        init_cpu, init_memory = total([init])
+        cpu, memory = max(cpu, init_cpu), max(memory, init_memory)
+    return cpu, memory

@@ -1,0 +1,379 @@
+"""`make bench` / `python bench/run.py`: the benchmark from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import signal
+import socket
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from kubebench import report, workload
+from kubebench.kubeapi import new_client
+from kubebench.runner import Context, Limits, Scenario, progress_printer, run_once
+from kubebench.schedulers import (
+    ALL,
+    DEFAULT_POLICY,
+    KUBE_SCHEDULER,
+    KUBESCHED,
+    REPO_ROOT,
+    KubeschedFlags,
+    SchedulerConfig,
+    SetupError,
+    kube_scheduler_version,
+)
+from kubesched.devcluster import LocalControlPlane
+from kubesched.devcluster.binaries import ensure_binaries
+
+RESULTS_DIR = Path(__file__).resolve().parent.parent / "results"
+DEFAULT_BATCH = ("1000x2000", "5000x5000")
+DEFAULT_STEADY = "1000x100x30"
+QUICK_BATCH = ("200x400",)
+QUICK_STEADY = "200x50x10"
+SHARED_MACHINE_NOTE = (
+    "Measured on a shared 2-core machine: the API server, etcd, the scheduler under test and the "
+    "harness share its CPU, and other work may have run at the same time (see other_cpu_s and the "
+    "load averages of each run)."
+)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="make bench",
+        description=(
+            "kubesched, kube-scheduler 1.20.2 and a null binder, one at a time, on one local API server."
+        ),
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"smoke run: batch {QUICK_BATCH[0]}, steady {QUICK_STEADY}, 1 repeat",
+    )
+    parser.add_argument(
+        "--batch",
+        action="append",
+        metavar="NODESxPODS",
+        help=f"a pending-batch size (repeatable; default {' and '.join(DEFAULT_BATCH)})",
+    )
+    parser.add_argument(
+        "--steady",
+        metavar="NODESxRATExSECONDS",
+        help=f"the steady-arrival run (default {DEFAULT_STEADY}: pods/s for seconds)",
+    )
+    parser.add_argument("--no-batch", action="store_true", help="skip the pending-batch sizes")
+    parser.add_argument("--no-steady", action="store_true", help="skip the steady-arrival run")
+    parser.add_argument("--repeats", type=int, help="runs per scheduler and size (default 3, --quick 1)")
+    parser.add_argument(
+        "--schedulers", default=",".join(ALL), help=f"which, in order (default {','.join(ALL)})"
+    )
+    parser.add_argument("--kube-api-qps", type=float, default=5000.0, help="client QPS for every scheduler")
+    parser.add_argument("--kube-api-burst", type=int, default=5000, help="client burst for every scheduler")
+    parser.add_argument("--policy-config-file", type=Path, default=DEFAULT_POLICY)
+    parser.add_argument("--kube-scheduler-bin", type=Path, help="default: the cached 1.20.2 build")
+    parser.add_argument(
+        "--kubesched-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="extra argument for `kubesched run` (repeatable)",
+    )
+    parser.add_argument(
+        "--kube-scheduler-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="extra argument for kube-scheduler (repeatable)",
+    )
+    parser.add_argument("--null-concurrency", type=int, default=64, help="binds in flight, null binder")
+    parser.add_argument("--run-timeout", type=float, help="seconds per run (default: from its size)")
+    parser.add_argument(
+        "--startup-timeout", type=float, default=180.0, help="seconds a scheduler may take to its first bind"
+    )
+    parser.add_argument(
+        "--stall-timeout",
+        type=float,
+        default=60.0,
+        help="seconds without a new bind before a run counts as stalled",
+    )
+    parser.add_argument("--seed", type=int, default=1, help="seed of the nodes and pods")
+    parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
+    parser.add_argument("--log-dir", type=Path, help="scheduler logs (default: a new /tmp/kubebench-* dir)")
+    parser.add_argument("--note", default="", help="a remark stored with the results")
+    parser.add_argument("--no-plot", action="store_true")
+    parser.add_argument(
+        "--report",
+        type=Path,
+        metavar="JSON",
+        help="run nothing: summarise the runs of an earlier results file again (table, JSON, PNG)",
+    )
+    return parser.parse_args(argv)
+
+
+def scenarios_from(args: argparse.Namespace) -> list[Scenario]:
+    found: list[Scenario] = []
+    if not args.no_batch:
+        for text in args.batch or (QUICK_BATCH if args.quick else DEFAULT_BATCH):
+            nodes, pods = _numbers(text, 2, "--batch NODESxPODS")
+            found.append(Scenario.batch(int(nodes), int(pods)))
+    if not args.no_steady:
+        nodes, rate, seconds = _numbers(
+            args.steady or (QUICK_STEADY if args.quick else DEFAULT_STEADY), 3, "--steady NODESxRATExSECONDS"
+        )
+        found.append(Scenario.steady(int(nodes), rate, seconds))
+    return found
+
+
+def _numbers(text: str, count: int, usage: str) -> list[float]:
+    parts = text.lower().split("x")
+    try:
+        values = [float(p) for p in parts]
+    except ValueError:
+        values = []
+    if len(values) != count or any(v <= 0 for v in values):
+        raise SystemExit(f"bad value {text!r}: {usage}")
+    return values
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.report:
+        return report_again(args.report, not args.no_plot)
+    try:
+        return asyncio.run(_main(args))
+    except KeyboardInterrupt:
+        print("\ninterrupted: processes and control plane stopped", file=sys.stderr)
+        return 130
+
+
+async def _main(args: argparse.Namespace) -> int:
+    task = asyncio.current_task()
+    assert task is not None
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+    scenarios = scenarios_from(args)
+    schedulers = [s.strip() for s in args.schedulers.split(",") if s.strip()]
+    unknown = set(schedulers) - set(ALL)
+    if unknown or not schedulers or not scenarios:
+        raise SystemExit(f"nothing to run, or unknown schedulers {sorted(unknown)} (known: {', '.join(ALL)})")
+    repeats = args.repeats or (1 if args.quick else 3)
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    log_dir = args.log_dir or Path(f"/tmp/kubebench-{stamp}")
+    log_dir.mkdir(parents=True, exist_ok=True)
+    bin_path = args.kube_scheduler_bin or ensure_binaries() / "kube-scheduler"
+    try:
+        flags = KubeschedFlags.detect(sys.executable) if KUBESCHED in schedulers else KubeschedFlags()
+        config = SchedulerConfig(
+            args.kube_api_qps,
+            args.kube_api_burst,
+            args.policy_config_file.resolve(),
+            bin_path,
+            null_concurrency=args.null_concurrency,
+            kubesched_flags=flags,
+            kubesched_extra=tuple(args.kubesched_arg),
+            kube_scheduler_extra=tuple(args.kube_scheduler_arg),
+        )
+        config.check(schedulers)
+    except SetupError as e:
+        print(f"cannot run: {e}", file=sys.stderr)
+        return 2
+    for scenario in scenarios:
+        if not workload.round_robin_fits(scenario.nodes, scenario.pods):
+            print(
+                f"note: at {scenario.name} the null binder's round-robin may overcommit small nodes "
+                "(its audit would fail)",
+                file=sys.stderr,
+            )
+
+    limits = Limits(args.run_timeout, args.startup_timeout, args.stall_timeout, stop_grace=10.0)
+    meta = _meta(args, config, schedulers, repeats, stamp, log_dir)
+    meta["scenarios"] = {s.name: s.title for s in scenarios}
+    print(_plan(scenarios, schedulers, repeats, config, log_dir), file=sys.stderr, flush=True)
+    show = progress_printer()
+    runs: list[dict[str, Any]] = []
+    titles = {s.name: s.title for s in scenarios}
+    partial = log_dir / "runs.json"
+    interrupted = False
+    index = 0
+    try:
+        for scenario in scenarios:
+            # A fresh control plane per scenario keeps etcd's history from one size out of the next.
+            show(f"{scenario.name}: starting a control plane", True)
+            with LocalControlPlane() as cp:
+                api = await new_client(cp.kubeconfig)
+                async with api:
+                    pids = {"kube-apiserver": _pid(cp.apiserver), "etcd": _pid(cp.etcd)}
+                    ctx = Context(api, cp.kubeconfig, pids, config, limits, args.seed, log_dir, show)
+                    for repeat in range(repeats):
+                        # Rotate the order each repeat, so that drift on the machine hits all alike.
+                        shift = repeat % len(schedulers)
+                        for kind in schedulers[shift:] + schedulers[:shift]:
+                            index += 1
+                            runs.append(await run_once(ctx, scenario, kind, repeat, index))
+                            report.write_json({"meta": meta, "runs": runs}, [partial])
+    except asyncio.CancelledError:
+        interrupted = True
+    meta["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+    meta["interrupted"] = interrupted
+    names = [s.name for s in scenarios]
+    rows = report.summarise(runs, names, schedulers)
+    found_ratios = report.ratios(rows, names)
+    results = {"meta": meta, "summary": rows, "ratios": found_ratios, "runs": runs}
+    # Smoke runs keep only their latest result; full runs a timestamped one and latest.*; an
+    # interrupted run stays in the log directory.
+    if interrupted:
+        stems, results_dir = ["interrupted"], log_dir
+    else:
+        stems = ["quick-latest"] if args.quick else [f"bench-{stamp}", "latest"]
+        results_dir = args.results_dir
+    json_paths = report.write_json(results, [results_dir / f"{s}.json" for s in stems])
+    print(report.table(rows, found_ratios, titles))
+    print(f"\n{meta['note']}")
+    print(f"results: {', '.join(str(p) for p in json_paths)}")
+    if not args.no_plot and rows:
+        from kubebench.plot import plot
+
+        png = plot(
+            rows, names, titles, schedulers, _heading(meta), results_dir / f"{stems[0]}.png", found_ratios
+        )
+        for stem in stems[1:]:
+            (results_dir / f"{stem}.png").write_bytes(png.read_bytes())
+        print(f"plot: {', '.join(str(results_dir / f'{s}.png') for s in stems)}")
+    print(f"logs: {log_dir} (partial results as the runs went: {partial})")
+    if interrupted:
+        raise KeyboardInterrupt
+    failed = [r for r in runs if r["status"] != "ok"]
+    return 1 if failed else 0
+
+
+def report_again(path: Path, with_plot: bool) -> int:
+    """Summarise the runs of an earlier results file again: rewrite its summary, print, re-plot."""
+    results = json.loads(path.read_text())
+    runs, meta = results["runs"], results["meta"]
+    names = list(dict.fromkeys(r["scenario"] for r in runs))
+    schedulers = [s for s in meta["config"]["schedulers"] if any(r["scheduler"] == s for r in runs)]
+    titles = meta.get("scenarios") or {}
+    rows = report.summarise(runs, names, schedulers)
+    found_ratios = report.ratios(rows, names)
+    results.update(summary=rows, ratios=found_ratios)
+    report.write_json(results, [path])
+    print(report.table(rows, found_ratios, titles))
+    print(f"\n{meta['note']}\nresults: {path}")
+    if with_plot:
+        from kubebench.plot import plot
+
+        png = plot(rows, names, titles, schedulers, _heading(meta), path.with_suffix(".png"), found_ratios)
+        print(f"plot: {png}")
+    return 0
+
+
+def _heading(meta: dict[str, Any]) -> str:
+    config = meta["config"]
+    return (
+        f"kubesched vs kube-scheduler 1.20.2 vs null binder — {meta['started_at']}, "
+        f"{meta['machine']['cpus']} cores (shared), "
+        f"client QPS {config['kube_api_qps']:g}/{config['kube_api_burst']}, median of {config['repeats']}"
+    )
+
+
+def _pid(process: Any) -> int:
+    return int(process.pid) if process is not None else 0
+
+
+def _plan(
+    scenarios: list[Scenario], schedulers: list[str], repeats: int, config: SchedulerConfig, log_dir: Path
+) -> str:
+    lines = [
+        f"benchmark: {len(scenarios)} scenario(s) x {len(schedulers)} scheduler(s) x {repeats} repeat(s)",
+        *(f"  {s.name}: {s.title}" for s in scenarios),
+        f"  schedulers: {', '.join(schedulers)}; "
+        f"client QPS {config.kube_api_qps:g}, burst {config.kube_api_burst}",
+        f"  policy: {config.policy_file}",
+    ]
+    if KUBESCHED in schedulers:
+        extra = [*config.kubesched_flags.leader_elect, *config.kubesched_flags.score_all_nodes]
+        lines.append(
+            f"  kubesched flags found: {' '.join(extra) or '(no leader election or percentage flag)'}"
+        )
+    if KUBE_SCHEDULER in schedulers:
+        lines.append(f"  kube-scheduler: {config.kube_scheduler_bin}")
+    lines.append(f"  logs: {log_dir}")
+    return "\n".join(lines)
+
+
+def _meta(
+    args: argparse.Namespace,
+    config: SchedulerConfig,
+    schedulers: list[str],
+    repeats: int,
+    stamp: str,
+    log_dir: Path,
+) -> dict[str, Any]:
+    note = SHARED_MACHINE_NOTE + (f" {args.note}" if args.note else "")
+    return {
+        "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "stamp": stamp,
+        "quick": bool(args.quick),
+        "note": note,
+        "latency_note": (
+            "creation-to-bound: for pending-batch runs creation time is when the scheduler process was "
+            "started (all pods already existed), so it includes the scheduler's start-up and sync; for the "
+            "steady run it is when the API server confirmed the pod's creation. Bind time is when the "
+            "harness's watch first saw the pod with a nodeName."
+        ),
+        "throughput_note": "pods/s = (bound pods - 1) / (last bind - first bind), binds as seen by the watch",
+        "cpu_note": (
+            "scheduler CPU = utime+stime of its process from start to the last bind (start-up and sync "
+            "included), from /proc/<pid>/stat; peak RSS = VmHWM from /proc/<pid>/status"
+        ),
+        "machine": {
+            "host": socket.gethostname(),
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "loadavg_at_start": list(os.getloadavg()),
+        },
+        "versions": {
+            "kubesched_commit": _git("rev-parse", "HEAD"),
+            "kubesched_tree_dirty": bool(_git("status", "--porcelain", "--", "operator")),
+            "kube_scheduler": kube_scheduler_version(config.kube_scheduler_bin)
+            if KUBE_SCHEDULER in schedulers
+            else None,
+        },
+        "config": {
+            "schedulers": schedulers,
+            "repeats": repeats,
+            "kube_api_qps": config.kube_api_qps,
+            "kube_api_burst": config.kube_api_burst,
+            "policy_file": str(config.policy_file),
+            "kubesched_command": config.command(KUBESCHED, Path("K"), "NAME")
+            if KUBESCHED in schedulers
+            else None,
+            "kube_scheduler_command": config.command(KUBE_SCHEDULER, Path("K"), "NAME")
+            if KUBE_SCHEDULER in schedulers
+            else None,
+            "null_concurrency": config.null_concurrency,
+            "seed": args.seed,
+            "run_timeout": args.run_timeout,
+            "startup_timeout": args.startup_timeout,
+            "stall_timeout": args.stall_timeout,
+            "log_dir": str(log_dir),
+        },
+    }
+
+
+def _git(*argv: str) -> str:
+    try:
+        out = subprocess.run(["git", *argv], capture_output=True, text=True, timeout=20, cwd=REPO_ROOT)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return out.stdout.strip()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

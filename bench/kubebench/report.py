@@ -1,0 +1,188 @@
+"""Medians over repeats, the ratios the issue asks for, the terminal table and the JSON files."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+from kubebench.runner import OK
+from kubebench.schedulers import KUBE_SCHEDULER, KUBESCHED, LABELS, NULL
+
+# (key, column title, format, higher is better)
+METRICS: tuple[tuple[str, str, str, bool], ...] = (
+    ("pods_per_s", "pods/s", "{:.0f}", True),
+    ("latency_p50_ms", "p50 ms", "{:.0f}", False),
+    ("latency_p99_ms", "p99 ms", "{:.0f}", False),
+    ("cpu_s_per_1000_pods", "CPU s/1k pods", "{:.2f}", False),
+    ("peak_rss_mib", "peak RSS MiB", "{:.0f}", False),
+    ("first_bind_s", "1st bind s", "{:.1f}", False),
+)
+CONTEXT_METRICS = ("apiserver_cpu_s", "etcd_cpu_s", "other_cpu_s", "other_cores", "harness_cpu_s", "window_s")
+# A run during which the rest of the machine used more than this many cores is "noisy": someone
+# else's work competed with it. Quiet runs alone give the fairest comparison on a shared machine.
+NOISY_CORES = 0.25
+RATIO_METRICS = ("pods_per_s", "latency_p50_ms", "latency_p99_ms", "cpu_s_per_1000_pods", "peak_rss_mib")
+
+
+def summarise(
+    runs: list[dict[str, Any]], scenarios: list[str], schedulers: list[str]
+) -> list[dict[str, Any]]:
+    """One row per scenario and scheduler: the median, min and max of each figure over its ok runs."""
+    rows = []
+    for scenario in scenarios:
+        for kind in schedulers:
+            mine = [r for r in runs if r["scenario"] == scenario and r["scheduler"] == kind]
+            if not mine:
+                continue
+            ok = [r for r in mine if r["status"] == OK]
+            quiet = [r for r in ok if (other_cores(r) or 0.0) <= NOISY_CORES]
+            row: dict[str, Any] = {
+                "scenario": scenario,
+                "scheduler": kind,
+                "runs": len(mine),
+                "ok_runs": len(ok),
+                "statuses": [r["status"] for r in mine],
+                "failures": [
+                    f"#{r['repeat']} {r['status']}: {r['detail']} (log {r.get('log', '-')})"
+                    for r in mine
+                    if r["status"] != OK
+                ],
+                "noisy_runs": len(ok) - len(quiet),
+                "metrics": _metrics(ok),
+                "quiet_metrics": _metrics(quiet),
+            }
+            rows.append(row)
+    return rows
+
+
+def other_cores(run: dict[str, Any]) -> float | None:
+    """The cores the rest of the machine used on average during the run."""
+    other, window = run.get("other_cpu_s"), run.get("window_s")
+    if other is None or not window:
+        return None
+    return round(max(0.0, float(other)) / float(window), 3)
+
+
+def _metrics(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key in (*(m[0] for m in METRICS), *CONTEXT_METRICS):
+        values = [
+            v for r in runs if (v := other_cores(r) if key == "other_cores" else r.get(key)) is not None
+        ]
+        if values:
+            found[key] = {
+                "median": round(statistics.median(values), 3),
+                "min": min(values),
+                "max": max(values),
+                "values": values,
+            }
+    return found
+
+
+def ratios(rows: list[dict[str, Any]], scenarios: list[str]) -> list[dict[str, Any]]:
+    """kubesched / kube-scheduler and kubesched / null binder (the ceiling), figure by figure."""
+    found = []
+    for scenario in scenarios:
+        by_kind = {r["scheduler"]: r for r in rows if r["scenario"] == scenario}
+        ours = by_kind.get(KUBESCHED)
+        if ours is None:
+            continue
+        entry: dict[str, Any] = {"scenario": scenario}
+        for prefix, which in (("", "metrics"), ("quiet_", "quiet_metrics")):
+            for other, name in (
+                (KUBE_SCHEDULER, "kubesched_vs_kube_scheduler"),
+                (NULL, "kubesched_vs_ceiling"),
+            ):
+                if other not in by_kind:
+                    continue
+                entry[prefix + name] = {
+                    key: _ratio(ours, by_kind[other], key, which)
+                    for key in (RATIO_METRICS if other == KUBE_SCHEDULER else ("pods_per_s",))
+                }
+        found.append(entry)
+    return found
+
+
+def _ratio(a: dict[str, Any], b: dict[str, Any], key: str, which: str) -> float | None:
+    x, y = median(a, key, which), median(b, key, which)
+    if x is None or y is None or y == 0:
+        return None
+    return round(x / y, 3)
+
+
+def median(row: dict[str, Any], key: str, which: str = "metrics") -> float | None:
+    metric = (row.get(which) or {}).get(key)
+    return None if metric is None else float(metric["median"])
+
+
+def table(rows: list[dict[str, Any]], found_ratios: list[dict[str, Any]], titles: dict[str, str]) -> str:
+    """The terminal table: one block per scenario, then its ratios and any failed runs."""
+    header = ["scheduler", "ok", *(m[1] for m in METRICS), "other cores", "noisy"]
+    lines: list[str] = []
+    for scenario in dict.fromkeys(r["scenario"] for r in rows):
+        mine = [r for r in rows if r["scenario"] == scenario]
+        body = []
+        for row in mine:
+            cells = [LABELS.get(row["scheduler"], row["scheduler"]), f"{row['ok_runs']}/{row['runs']}"]
+            for key, _, fmt, _ in METRICS:
+                value = median(row, key)
+                cells.append("-" if value is None else fmt.format(value))
+            other = median(row, "other_cores")
+            cells.append("-" if other is None else f"{other:.2f}")
+            cells.append(f"{row.get('noisy_runs', 0)}/{row['ok_runs']}")
+            body.append(cells)
+        widths = [max(len(str(c)) for c in col) for col in zip(header, *body, strict=True)]
+        lines.append(f"\n{titles.get(scenario, scenario)}  [{scenario}]")
+        lines.append(
+            "  "
+            + "  ".join(
+                h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(header, widths, strict=True))
+            )
+        )
+        for cells in body:
+            lines.append(
+                "  "
+                + "  ".join(
+                    c.rjust(w) if i else c.ljust(w)
+                    for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+                )
+            )
+        for entry in found_ratios:
+            if entry["scenario"] != scenario:
+                continue
+            for prefix, what in (("", "all ok runs"), ("quiet_", "quiet runs only")):
+                vs = entry.get(f"{prefix}kubesched_vs_kube_scheduler") or {}
+                ceiling = (entry.get(f"{prefix}kubesched_vs_ceiling") or {}).get("pods_per_s")
+                if not any(v is not None for v in (*vs.values(), ceiling)):
+                    lines.append(f"  ({what}: none to compare)")
+                    continue
+                parts = [f"{k} {_fmt_ratio(vs.get(k))}" for k in RATIO_METRICS] if vs else []
+                lines.append(f"  {what}: kubesched / kube-scheduler: " + ", ".join(parts))
+                lines.append(f"  {what}: kubesched / ceiling (null binder): pods_per_s {_fmt_ratio(ceiling)}")
+        for row in mine:
+            for failure in row["failures"]:
+                lines.append(f"  FAILED {row['scheduler']} {failure.splitlines()[0][:300]}")
+    lines.append(
+        "\n  pods/s: first to last bind. p50/p99: creation to bound (batch: from the scheduler's start). "
+        "CPU and RSS: the scheduler's process.\n  other cores: what the rest of the machine used meanwhile "
+        f"(besides scheduler, API server, etcd, harness);\n  noisy: runs with more than {NOISY_CORES:g} such "
+        "cores, left out of the quiet-runs ratios."
+    )
+    return "\n".join(lines)
+
+
+def _fmt_ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
+
+
+def write_json(results: dict[str, Any], paths: list[Path]) -> list[Path]:
+    """The results to each path, each written whole or not at all."""
+    text = json.dumps(results, indent=1) + "\n"
+    for path in paths:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(text)
+        tmp.replace(path)
+    return paths

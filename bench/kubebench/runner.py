@@ -1,0 +1,435 @@
+"""One measured run: fresh nodes, fresh pods, one scheduler, its binds watched, then the audit."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from kubernetes_asyncio import client
+
+from kubebench import workload
+from kubebench.audit import audit
+from kubebench.kubeapi import call, list_items
+from kubebench.observe import BindWatcher
+from kubebench.procstat import ProcessSampler, machine_busy_seconds, self_cpu_seconds
+from kubebench.schedulers import NULL, SchedulerConfig, SchedulerProcess
+from kubesched.testing import create_nodes, create_pods, post_object
+
+BATCH = "batch"
+STEADY = "steady"
+CANARY = "canary"
+CREATE_CONCURRENCY = 64
+TICK = 0.2
+
+# The figures of a run; a run that did not end "ok" keeps none of them.
+FIGURES = (
+    "pods_per_s",
+    "bind_span_s",
+    "first_bind_s",
+    "latency_p50_ms",
+    "latency_p99_ms",
+    "latency_max_ms",
+    "cpu_s_per_1000_pods",
+    "peak_rss_mib",
+)
+
+# Statuses of a run; only "ok" runs give figures.
+OK = "ok"
+STALLED = "stalled"  # no new bind for --stall-timeout seconds (or none before --startup-timeout)
+TIMED_OUT = "timeout"  # still binding when --run-timeout ran out
+CRASHED = "crashed"  # the scheduler exited by itself
+AUDIT_FAILED = "audit-failed"
+ERROR = "error"  # the harness could not do its part (API error, watch failure)
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """A cluster size and a way pods arrive: all pending at once (batch) or at a fixed rate (steady)."""
+
+    mode: str
+    nodes: int
+    pods: int
+    rate: float = 0.0  # pods/s, steady only
+    duration: float = 0.0  # seconds, steady only
+
+    @classmethod
+    def batch(cls, nodes: int, pods: int) -> Scenario:
+        return cls(BATCH, nodes, pods)
+
+    @classmethod
+    def steady(cls, nodes: int, rate: float, duration: float) -> Scenario:
+        return cls(STEADY, nodes, round(rate * duration), rate, duration)
+
+    @property
+    def name(self) -> str:
+        if self.mode == BATCH:
+            return f"batch-{self.nodes}n-{self.pods}p"
+        return f"steady-{self.nodes}n-{self.rate:g}pps-{self.duration:g}s"
+
+    @property
+    def title(self) -> str:
+        if self.mode == BATCH:
+            return f"{self.pods:,} pending pods, {self.nodes:,} nodes"
+        return f"{self.rate:g} pods/s for {self.duration:g} s, {self.nodes:,} nodes"
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    run_timeout: float | None  # None: from the scenario's size
+    startup_timeout: float
+    stall_timeout: float
+    stop_grace: float
+
+    def for_scenario(self, scenario: Scenario) -> float:
+        if self.run_timeout is not None:
+            return self.run_timeout
+        if scenario.mode == BATCH:
+            return self.startup_timeout + 60 + scenario.pods / 10
+        return self.startup_timeout + scenario.duration + 120
+
+
+@dataclass(slots=True)
+class Context:
+    api: client.ApiClient
+    kubeconfig: Path
+    control_plane_pids: dict[str, int]
+    config: SchedulerConfig
+    limits: Limits
+    seed: int
+    log_dir: Path
+    progress: Callable[[str, bool], None]
+
+
+class Stop(Exception):
+    """Ends a run early with a status."""
+
+    def __init__(self, status: str, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+
+
+async def run_once(ctx: Context, scenario: Scenario, kind: str, repeat: int, index: int) -> dict[str, Any]:
+    """One scheduler on one scenario, from fresh nodes; a record with figures or the reason for none."""
+    namespace = f"bench-{index:03d}-{kind}"
+    scheduler_name = f"bench-{kind}-{index:03d}"
+    label = f"{scenario.name} {kind} #{repeat + 1}"
+    record: dict[str, Any] = {
+        "scenario": scenario.name,
+        "mode": scenario.mode,
+        "scheduler": kind,
+        "repeat": repeat + 1,
+        "nodes": scenario.nodes,
+        "pods": scenario.pods,
+        "namespace": namespace,
+        "scheduler_name": scheduler_name,
+        "status": ERROR,
+        "detail": "",
+        "loadavg_before": list(os.getloadavg()),
+    }
+    process: SchedulerProcess | None = None
+    watcher: BindWatcher | None = None
+    pacer: asyncio.Task[None] | None = None
+    try:
+        began = time.monotonic()
+        await reset_cluster(ctx.api, scenario.nodes, ctx.seed)
+        await call(ctx.api, "POST", "/api/v1/namespaces", namespace_body(namespace))
+        for service in workload.make_services(namespace):
+            await post_object(ctx.api, f"/api/v1/namespaces/{namespace}/services", service)
+        pods = workload.make_pods(scenario.pods, namespace, scheduler_name, ctx.seed)
+        expected = {p["metadata"]["name"] for p in pods}
+        created_at: dict[str, float] = {}
+        create_latency: list[float] = []
+        if scenario.mode == BATCH:
+            await create_pods(ctx.api, pods, concurrency=CREATE_CONCURRENCY)
+        record["setup_s"] = round(time.monotonic() - began, 2)
+        watcher = BindWatcher(ctx.api, namespace)
+        await watcher.start()
+
+        samplers = {name: ProcessSampler(pid) for name, pid in ctx.control_plane_pids.items()}
+        for sampler in samplers.values():
+            sampler.mark()
+        busy0, self0 = machine_busy_seconds(), self_cpu_seconds()
+        log_file = ctx.log_dir / f"{index:03d}-{scenario.name}-{kind}.log"
+        record["log"] = str(log_file)
+        started = time.monotonic()
+        process = SchedulerProcess(kind, ctx.config.command(kind, ctx.kubeconfig, scheduler_name), log_file)
+        sched = ProcessSampler(process.pid)
+        if scenario.mode == BATCH:
+            created_at = dict.fromkeys(expected, started)
+        else:
+            # A canary proves the scheduler is up (synced and scheduling) before the clock starts.
+            canary = workload.make_pods(1, namespace, scheduler_name, ctx.seed)[0]
+            canary["metadata"]["name"] = CANARY
+            await post_object(ctx.api, f"/api/v1/namespaces/{namespace}/pods", canary)
+            await _wait_canary(ctx, watcher, process, sched, label, started)
+            record["startup_s"] = round(time.monotonic() - started, 2)
+            pacer = asyncio.create_task(
+                _pace(ctx.api, pods, scenario.rate, created_at, create_latency), name="pacer"
+            )
+        status, detail = await _monitor(
+            ctx, scenario, watcher, process, sched, pacer, expected, created_at, label, started
+        )
+        ended = time.monotonic()
+        sched.sample()
+        for sampler in samplers.values():
+            sampler.sample()
+        busy = machine_busy_seconds() - busy0
+        harness_cpu = self_cpu_seconds() - self0
+        record["exit_code"] = process.stop(ctx.limits.stop_grace)
+        if pacer is not None and pacer.done() and not pacer.cancelled() and pacer.exception():
+            status, detail = ERROR, f"creating pods failed: {pacer.exception()!r}"
+
+        bound = {n: watcher.bound[n] for n in expected if n in watcher.bound}
+        record.update(
+            _figures(bound, created_at, started, scenario, sched.cpu),
+            peak_rss_mib=round(sched.peak_rss / 2**20, 1),
+            cpu_s=round(sched.cpu, 2),
+            bound=len(bound),
+            window_s=round(ended - started, 2),
+            apiserver_cpu_s=round(samplers["kube-apiserver"].cpu_used, 2),
+            etcd_cpu_s=round(samplers["etcd"].cpu_used, 2),
+            harness_cpu_s=round(harness_cpu, 2),
+            # CPU the machine spent on anything else meanwhile (other work on a shared machine).
+            other_cpu_s=round(busy - sched.cpu - harness_cpu - sum(s.cpu_used for s in samplers.values()), 2),
+            machine_busy_s=round(busy, 2),
+            watch_restarts=watcher.restarts,
+        )
+        if create_latency:
+            record["create_p99_ms"] = round(float(np.percentile(create_latency, 99)) * 1000, 1)
+            record["arrival_rate"] = round(
+                (len(created_at) - 1) / max(max(created_at.values()) - min(created_at.values()), 1e-9), 1
+            )
+
+        # The audit runs whatever happened: a stalled run's partial placements must be sound too.
+        run_pods, _ = await list_items(ctx.api, f"/api/v1/namespaces/{namespace}/pods")
+        run_pods = [p for p in run_pods if p["metadata"]["name"] != CANARY]
+        all_pods, _ = await list_items(ctx.api, "/api/v1/pods")
+        nodes, _ = await list_items(ctx.api, "/api/v1/nodes")
+        result = audit(run_pods, all_pods, nodes, expected, watcher.rebound, check_selectors=kind != NULL)
+        record["audit"] = result.as_dict()
+        if status == OK and not result.ok:
+            status, detail = AUDIT_FAILED, "; ".join(result.problems())
+        record["status"], record["detail"] = status, detail
+        if status != OK:
+            for key in FIGURES:
+                record.pop(key, None)  # a failed run reports its failure, not a figure
+    except Stop as e:
+        record["status"], record["detail"] = e.status, e.detail
+    except Exception as e:  # one broken run must not lose the others' results
+        record["status"], record["detail"] = ERROR, f"{e!r}\n{traceback.format_exc(limit=5)}"
+    finally:
+        # The scheduler first: nothing below may leave it running, not even a second Ctrl-C.
+        if process is not None:
+            code = process.stop(ctx.limits.stop_grace)
+            record.setdefault("exit_code", code)
+            if record["status"] != OK:
+                record["log_tail"] = process.log_tail()
+        if pacer is not None:
+            pacer.cancel()
+            await asyncio.wait([pacer])  # not `await pacer`: that would swallow our own cancellation
+        if watcher is not None:
+            await watcher.stop()
+        record["loadavg_after"] = list(os.getloadavg())
+        with contextlib.suppress(Exception):
+            await delete_namespace(ctx.api, namespace)
+    ctx.progress(_summary_line(label, record), True)
+    return record
+
+
+async def _wait_canary(
+    ctx: Context,
+    watcher: BindWatcher,
+    process: SchedulerProcess,
+    sched: ProcessSampler,
+    label: str,
+    started: float,
+) -> None:
+    while CANARY not in watcher.bound:
+        await asyncio.sleep(TICK)
+        sched.sample()
+        elapsed = time.monotonic() - started
+        if not process.alive():
+            raise Stop(CRASHED, f"exited with {process.exit_code()} before binding the canary pod")
+        if elapsed > ctx.limits.startup_timeout:
+            raise Stop(STALLED, f"canary pod not bound after {ctx.limits.startup_timeout:g} s")
+        ctx.progress(f"{label}: waiting for the scheduler to bind a canary pod ({elapsed:.0f} s)", False)
+
+
+async def _monitor(
+    ctx: Context,
+    scenario: Scenario,
+    watcher: BindWatcher,
+    process: SchedulerProcess,
+    sched: ProcessSampler,
+    pacer: asyncio.Task[None] | None,
+    expected: set[str],
+    created_at: dict[str, float],
+    label: str,
+    started: float,
+) -> tuple[str, str]:
+    """Wait until every expected pod is seen bound, or the scheduler stalls, crashes or times out."""
+    timeout = ctx.limits.for_scenario(scenario)
+    total = len(expected)
+    last_count, last_change = -1, started
+    while True:
+        await asyncio.sleep(TICK)
+        sched.sample()
+        now = time.monotonic()
+        count = sum(1 for name in watcher.bound if name in expected)
+        creating = pacer is not None and not pacer.done()
+        if count >= total and not creating:
+            return OK, ""
+        if pacer is not None and pacer.done() and not pacer.cancelled() and pacer.exception():
+            return ERROR, f"creating pods failed: {pacer.exception()!r}"
+        if not process.alive():
+            return CRASHED, f"exited with {process.exit_code()} after binding {count}/{total}"
+        if (error := watcher.failed()) is not None:
+            return ERROR, f"the harness's watch failed: {error!r}"
+        if count != last_count:
+            last_count, last_change = count, now
+        patience = ctx.limits.stall_timeout if count else ctx.limits.startup_timeout
+        if now - last_change > patience:
+            return STALLED, f"no bind for {now - last_change:.0f} s, {count}/{total} bound"
+        if now - started > timeout:
+            return TIMED_OUT, f"{count}/{total} bound after {timeout:.0f} s"
+        elapsed = now - started
+        ctx.progress(
+            f"{label}: bound {count:>5}/{total}  {elapsed:6.1f} s  cpu {sched.cpu:6.1f} s"
+            + (f"  created {len(created_at)}" if pacer is not None else ""),
+            False,
+        )
+
+
+def _figures(
+    bound: dict[str, tuple[float, str]],
+    created_at: dict[str, float],
+    started: float,
+    scenario: Scenario,
+    cpu: float,
+) -> dict[str, Any]:
+    figures: dict[str, Any] = {}
+    times = sorted(t for t, _ in bound.values())
+    if len(times) >= 2 and times[-1] > times[0]:
+        # n binds span n-1 intervals.
+        figures["pods_per_s"] = round((len(times) - 1) / (times[-1] - times[0]), 1)
+        figures["bind_span_s"] = round(times[-1] - times[0], 3)
+    if times and scenario.mode == BATCH:
+        figures["first_bind_s"] = round(times[0] - started, 3)
+    latencies = [max(0.0, t - created_at[name]) for name, (t, _) in bound.items() if name in created_at]
+    if latencies:
+        figures["latency_p50_ms"] = round(float(np.percentile(latencies, 50)) * 1000, 1)
+        figures["latency_p99_ms"] = round(float(np.percentile(latencies, 99)) * 1000, 1)
+        figures["latency_max_ms"] = round(max(latencies) * 1000, 1)
+    if bound:
+        figures["cpu_s_per_1000_pods"] = round(cpu / len(bound) * 1000, 3)
+    return figures
+
+
+async def _pace(
+    api: client.ApiClient,
+    pods: list[dict[str, Any]],
+    rate: float,
+    created_at: dict[str, float],
+    create_latency: list[float],
+) -> None:
+    """Create the pods at `rate` a second (catching up if a request was slow); record when each exists."""
+    limit = asyncio.Semaphore(CREATE_CONCURRENCY)
+
+    async def create(pod: dict[str, Any]) -> None:
+        async with limit:
+            sent = time.monotonic()
+            await post_object(api, f"/api/v1/namespaces/{pod['metadata']['namespace']}/pods", pod)
+            # Created = when the API server confirmed it (it exists from then on).
+            created_at[pod["metadata"]["name"]] = done = time.monotonic()
+            create_latency.append(done - sent)
+
+    start = time.monotonic()
+    tasks = []
+    for i, pod in enumerate(pods):
+        delay = start + i / rate - time.monotonic()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        tasks.append(asyncio.create_task(create(pod)))
+    await asyncio.gather(*tasks)
+
+
+# ------------------------------------------------------------------------------------ cluster state
+
+
+def namespace_body(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+async def reset_cluster(api: client.ApiClient, nodes: int, seed: int) -> None:
+    """No pods anywhere and `nodes` freshly created empty nodes, the same ones (seeded) every run."""
+    leftovers, _ = await list_items(api, "/api/v1/pods")
+    for namespace in sorted({p["metadata"]["namespace"] for p in leftovers}):
+        await delete_namespace(api, namespace)
+    await call(api, "DELETE", "/api/v1/nodes")
+    deadline = time.monotonic() + 60
+    while (await call(api, "GET", "/api/v1/nodes", query=[("limit", 1)]))["items"]:
+        if time.monotonic() > deadline:
+            raise Stop(ERROR, "nodes still there 60 s after deleting them")
+        await asyncio.sleep(0.2)
+    await create_nodes(api, workload.make_nodes(nodes, seed), concurrency=CREATE_CONCURRENCY)
+
+
+async def delete_namespace(api: client.ApiClient, namespace: str) -> None:
+    """Pods (grace 0: no kubelet would confirm), Services and Events, then the namespace itself.
+
+    No namespace controller runs here, so its finalizer is dropped by hand.
+    """
+    base = f"/api/v1/namespaces/{namespace}"
+    gone = (200, 202, 404)
+    await call(api, "DELETE", f"{base}/pods", query=[("gracePeriodSeconds", 0)], ok=gone)
+    services, _ = await list_items(api, f"{base}/services")
+    for service in services:
+        await call(api, "DELETE", f"{base}/services/{service['metadata']['name']}", ok=gone)
+    await call(api, "DELETE", f"{base}/events", ok=gone)
+    await call(api, "DELETE", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events", ok=gone)
+    await call(api, "DELETE", base, ok=(*gone, 409))
+    body = {**namespace_body(namespace), "spec": {"finalizers": []}}
+    await call(api, "PUT", f"{base}/finalize", body, ok=(*gone, 409))
+
+
+def _summary_line(label: str, record: dict[str, Any]) -> str:
+    if record["status"] != OK:
+        return f"{label}: {record['status'].upper()}: {record['detail']}"
+    return (
+        f"{label}: {record.get('pods_per_s', 0):.0f} pods/s, p50 {record.get('latency_p50_ms', 0):.0f} ms, "
+        f"p99 {record.get('latency_p99_ms', 0):.0f} ms, "
+        f"cpu {record.get('cpu_s_per_1000_pods', 0):.2f} s/1000 pods, "
+        f"rss {record.get('peak_rss_mib', 0):.0f} MiB, "
+        f"other cores {record.get('other_cpu_s', 0) / max(record.get('window_s', 1), 1e-9):.2f}"
+    )
+
+
+def progress_printer(stream: Any = sys.stderr, every: float = 5.0) -> Callable[[str, bool], None]:
+    """Progress on one rewritten line on a terminal; a line every `every` seconds in a log."""
+    tty = hasattr(stream, "isatty") and stream.isatty()
+    last = [0.0]
+    width = [0]
+
+    def show(text: str, final: bool) -> None:
+        now = time.monotonic()
+        if tty:
+            pad = max(0, width[0] - len(text))
+            stream.write("\r" + text + " " * pad + ("\n" if final else ""))
+            width[0] = 0 if final else len(text)
+            stream.flush()
+        elif final or now - last[0] >= every:
+            last[0] = now
+            stream.write(text + "\n")
+            stream.flush()
+
+    return show
