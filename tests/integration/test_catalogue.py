@@ -18,6 +18,7 @@ from kubesched.kube import request
 from kubesched.testing import create_nodes, create_pods, make_node, make_pod, wait_for
 
 from ..extender_server import ExtenderProcess
+from .kubeapi import pods_by_name
 from .kubesched_process import KubeschedProcess
 
 ZONE = "topology.kubernetes.io/zone"
@@ -64,17 +65,11 @@ def kubesched(control_plane: Any, namespace: str, tmp_path: Path) -> Iterator[Ku
         yield proc
 
 
-async def _pods(api: ApiClient, namespace: str) -> dict[str, dict[str, Any]]:
-    status, body = await request(api, "GET", f"/api/v1/namespaces/{namespace}/pods")
-    assert status == 200, body
-    return {p["metadata"]["name"]: p for p in body["items"]}
-
-
 async def _placed(api: ApiClient, namespace: str, names: list[str], timeout: float = 30) -> dict[str, str]:
     """Wait until every pod of `names` is bound; their nodes."""
 
     async def bound() -> dict[str, str] | None:
-        pods = await _pods(api, namespace)
+        pods = await pods_by_name(api, namespace)
         nodes = {n: (pods.get(n) or {}).get("spec", {}).get("nodeName") for n in names}
         return nodes if all(nodes.values()) else None  # type: ignore[return-value]
 

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from kubernetes_asyncio.client import ApiClient, CoreV1Api
 
-from kubesched.kube import request
 from kubesched.model.objects import node_from_dict, pod_from_dict
 from kubesched.model.resources import sum_resources
 from kubesched.testing import create_nodes, create_pods, make_node, make_pod, wait_for
 
+from .kubeapi import events_for, pods_by_name, wait_bound
 from .kubesched_process import KubeschedProcess
 
 HOSTNAME_SMALL = {
@@ -43,37 +43,6 @@ def kubesched(control_plane: Any, namespace: str, tmp_path: Path) -> Iterator[Ku
     with proc:
         proc.wait_for_log("cache_synced")
         yield proc
-
-
-async def pods_by_name(api: ApiClient, namespace: str) -> dict[str, dict[str, Any]]:
-    status, body = await request(api, "GET", f"/api/v1/namespaces/{namespace}/pods")
-    assert status == 200, body
-    return {p["metadata"]["name"]: p for p in body["items"]}
-
-
-async def wait_bound(
-    api: ApiClient, namespace: str, count: int, timeout: float = 60
-) -> dict[str, dict[str, Any]]:
-    result: dict[str, dict[str, Any]] = {}
-
-    async def bound() -> bool:
-        nonlocal result
-        result = await pods_by_name(api, namespace)
-        return sum(1 for p in result.values() if p["spec"].get("nodeName")) >= count
-
-    await wait_for(bound, timeout=timeout, interval=0.2)
-    return result
-
-
-async def events_for(api: ApiClient, namespace: str, pod: str) -> list[dict[str, Any]]:
-    status, body = await request(
-        api,
-        "GET",
-        f"/api/v1/namespaces/{namespace}/events",
-        query=[("fieldSelector", f"involvedObject.name={pod}")],
-    )
-    assert status == 200, body
-    return list(body["items"])
 
 
 async def test_pods_go_to_the_only_node_that_fits(

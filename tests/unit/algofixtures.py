@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from kubesched.algorithm.framework import SKIP, Predicate, Priority
@@ -117,3 +119,9 @@ def run_priority(
     scores = [priority.score(pod, state, info) for info in infos]
     priority.normalize(pod, state, infos, scores)
     return scores
+
+
+# The seed policy the project ships, read from the file users run with.
+SEED_POLICY: dict[str, Any] = json.loads(
+    (Path(__file__).parents[2] / "examples" / "policies" / "seed-policy.json").read_text()
+)

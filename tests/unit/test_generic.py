@@ -20,28 +20,8 @@ from kubesched.algorithm.predicates.node_validity import ERR_REASON_INVALID_NODE
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod, node_from_dict
 
-from .algofixtures import make_node, make_pod, node_info, snapshot
+from .algofixtures import SEED_POLICY, make_node, make_pod, node_info, snapshot
 
-SEED_POLICY = {
-    "kind": "Policy",
-    "apiVersion": "v1",
-    "predicates": [
-        {"name": "PodFitsHostPorts"},
-        {"name": "PodFitsResources"},
-        {"name": "NoDiskConflict"},
-        {"name": "NoVolumeZoneConflict"},
-        {"name": "MatchNodeSelector"},
-        {"name": "HostName"},
-    ],
-    "priorities": [
-        {"name": "LeastRequestedPriority", "weight": 1},
-        {"name": "BalancedResourceAllocation", "weight": 1},
-        {"name": "ServiceSpreadingPriority", "weight": 1},
-        {"name": "EqualPriority", "weight": 1},
-    ],
-    "hardPodAffinitySymmetricWeight": 10,
-    "alwaysCheckAllPredicates": False,
-}
 SEED = compile_policy(SEED_POLICY)
 RNG = random.Random(0)
 

@@ -15,28 +15,7 @@ from kubesched.algorithm.priorities.inter_pod_affinity import InterPodAffinityPr
 from kubesched.algorithm.priorities.pod_topology_spread import PodTopologySpreadPriority
 from kubesched.algorithm.priorities.selector_spread import SelectorSpreadPriority
 
-from .algofixtures import make_pod
-
-SEED_POLICY: dict[str, Any] = {
-    "kind": "Policy",
-    "apiVersion": "v1",
-    "predicates": [
-        {"name": "PodFitsHostPorts"},
-        {"name": "PodFitsResources"},
-        {"name": "NoDiskConflict"},
-        {"name": "NoVolumeZoneConflict"},
-        {"name": "MatchNodeSelector"},
-        {"name": "HostName"},
-    ],
-    "priorities": [
-        {"name": "LeastRequestedPriority", "weight": 1},
-        {"name": "BalancedResourceAllocation", "weight": 1},
-        {"name": "ServiceSpreadingPriority", "weight": 1},
-        {"name": "EqualPriority", "weight": 1},
-    ],
-    "hardPodAffinitySymmetricWeight": 10,
-    "alwaysCheckAllPredicates": False,
-}
+from .algofixtures import SEED_POLICY, make_pod
 
 
 def filter_names(spec: dict[str, Any]) -> list[str]:

@@ -1,0 +1,41 @@
+"""Reading pods and events back from the API server, for the integration tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubernetes_asyncio.client import ApiClient
+
+from kubesched.kube import request
+from kubesched.testing import wait_for
+
+
+async def pods_by_name(api: ApiClient, namespace: str) -> dict[str, dict[str, Any]]:
+    status, body = await request(api, "GET", f"/api/v1/namespaces/{namespace}/pods")
+    assert status == 200, body
+    return {p["metadata"]["name"]: p for p in body["items"]}
+
+
+async def wait_bound(
+    api: ApiClient, namespace: str, count: int, timeout: float = 60
+) -> dict[str, dict[str, Any]]:
+    result: dict[str, dict[str, Any]] = {}
+
+    async def bound() -> bool:
+        nonlocal result
+        result = await pods_by_name(api, namespace)
+        return sum(1 for p in result.values() if p["spec"].get("nodeName")) >= count
+
+    await wait_for(bound, timeout=timeout, interval=0.2)
+    return result
+
+
+async def events_for(api: ApiClient, namespace: str, pod: str) -> list[dict[str, Any]]:
+    status, body = await request(
+        api,
+        "GET",
+        f"/api/v1/namespaces/{namespace}/events",
+        query=[("fieldSelector", f"involvedObject.name={pod}")],
+    )
+    assert status == 200, body
+    return list(body["items"])
