@@ -355,7 +355,9 @@ class ElectionState:
         """How long one read-and-write round may take: a leader's ends at its deadline."""
         if self.leading:
             return max(self.deadline - now, 0.0)
-        return self.config.renew_deadline
+        # A follower's round that hangs would delay seeing the last renewal, and so the takeover,
+        # by up to its budget: two retry periods, then a fresh request (often a fresh connection).
+        return min(self.config.renew_deadline, 2 * self.config.retry_period)
 
     def next_attempt(self, started: float, now: float, jitter: float) -> float:
         """When to try again: a leader every retry period; a follower also right as the Lease lapses."""

@@ -217,6 +217,12 @@ def test_the_leader_binds_until_the_renew_deadline_counted_from_when_its_write_l
     assert state.budget(104.0) == pytest.approx(6.0)
 
 
+def test_a_followers_round_is_cut_after_two_retry_periods_so_a_hung_read_delays_little() -> None:
+    state = ElectionState(config())
+    state.observe(held_by(OTHER), "10", 100.0)
+    assert state.budget(101.0) == pytest.approx(2 * config().retry_period)
+
+
 def test_a_renewal_keeps_acquire_time_and_transitions_and_moves_the_deadline() -> None:
     state = ElectionState(config())
     state.observe(held_by(OTHER, transitions=4), "10", 0.0)
