@@ -13,6 +13,7 @@ from typing import Any
 
 from kubesched.model.nodeinfo import ClusterObjects, NodeInfo, Snapshot
 from kubesched.model.objects import Node, Pod
+from kubesched.model.table import NodeColumns, NodeUsage
 
 # ClusterObjects fields the watch handlers may fill, by the kind that feeds them.
 OBJECT_KINDS = {
@@ -36,14 +37,20 @@ class SchedulerCache:
         self._assumed: set[str] = set()
         self._objects: dict[str, dict[str, Mapping[str, Any]]] = {f: {} for f in OBJECT_KINDS.values()}
         self._frozen_objects: ClusterObjects | None = None
+        # The vectorised view of the nodes, kept across snapshots: the columns until a node
+        # changes, the usage updated pod by pod (None: rebuild on the next snapshot).
+        self._columns: NodeColumns | None = None
+        self._usage: NodeUsage | None = None
 
     # --- nodes ---------------------------------------------------------------------------------
 
     def set_node(self, node: Node) -> None:
         i = self._index.get(node.name)
+        self._columns = None
         if i is not None:
             self._nodes[i] = self._nodes[i].with_node(node)
             return
+        self._usage = None
         info = NodeInfo(node)
         for pod in self._orphans.pop(node.name, {}).values():
             info = info.with_pod(pod)
@@ -55,6 +62,7 @@ class SchedulerCache:
         if i is None:
             return
         info = self._nodes.pop(i)
+        self._columns = self._usage = None
         # Its pods stay accounted for: if the node comes back, they are still there.
         if info.pods:
             self._orphans[name] = dict(info.pods)
@@ -115,7 +123,14 @@ class SchedulerCache:
     def snapshot(self) -> Snapshot:
         if self._frozen_objects is None:
             self._frozen_objects = ClusterObjects(**{f: dict(v) for f, v in self._objects.items()})
-        return Snapshot(tuple(self._nodes), self._frozen_objects, self._index)
+        if self._columns is None:
+            self._columns = NodeColumns.build([n.node for n in self._nodes])
+        if self._usage is None:
+            self._usage = NodeUsage.build([n.pods for n in self._nodes])
+        usage = self._usage.share() if self._usage is not None else False
+        return Snapshot(
+            tuple(self._nodes), self._frozen_objects, self._index, columns=self._columns or False, usage=usage
+        )
 
     def node_info(self, name: str) -> NodeInfo | None:
         i = self._index.get(name)
@@ -131,6 +146,8 @@ class SchedulerCache:
             self._orphans.setdefault(node_name, {})[pod.uid] = pod
         else:
             self._nodes[i] = self._nodes[i].with_pod(pod)
+            if self._usage is not None and not self._usage.add(i, pod):
+                self._usage = None
 
     def _unplace(self, uid: str) -> None:
         entry = self._pods.pop(uid, None)
@@ -140,6 +157,8 @@ class SchedulerCache:
         i = self._index.get(node_name)
         if i is not None:
             self._nodes[i] = self._nodes[i].without_pod(uid)
+            if self._usage is not None and not self._usage.remove(i, entry[1]):
+                self._usage = None
         else:
             orphans = self._orphans.get(node_name, {})
             orphans.pop(uid, None)

@@ -414,7 +414,7 @@ async def failover_run(
         f"SIGTERM hand-over: {handover:.2f} s after the release, {since - termed_at:.2f} s after the signal "
         f"(retry {retry} s)"
     )
-    assert handover <= retry * (1 + JITTER) + SLACK
+    assert handover <= retry * (1 + JITTER) + 2 * retry + SLACK, election_story(survivors, termed_at)
     assert second.proc.proc is not None and second.proc.proc.wait(30) == 0
 
     await creating

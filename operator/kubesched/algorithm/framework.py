@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Final, Literal
 
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
+from kubesched.model.table import BoolArray, IntArray, NodeTable
 
 MAX_NODE_SCORE = 100
 FITS: tuple[str, ...] = ()
@@ -62,6 +63,11 @@ class Predicate:
         """The reasons `pod` cannot go to `node`; empty when it fits."""
         raise NotImplementedError
 
+    def filter_nodes(self, pod: Pod, state: Any, table: NodeTable) -> BoolArray | None:
+        """`filter` over every node at once: the mask of the nodes that fail, or None when this
+        predicate has no vectorised form for this pod (then `filter` runs per node)."""
+        return None
+
     def merge(self, other: Predicate) -> Predicate:
         """The filter that runs when two policy entries enable this one (same `name`).
 
@@ -99,6 +105,13 @@ class Priority:
 
     def score(self, pod: Pod, state: Any, node: NodeInfo) -> int:
         raise NotImplementedError
+
+    def score_nodes(
+        self, pod: Pod, snapshot: Snapshot, table: NodeTable, rows: IntArray, nodes: Sequence[NodeInfo]
+    ) -> IntArray | None:
+        """prescore, score and normalize at once for the feasible `nodes` (at `rows` of `table`):
+        their final scores, or None when this priority has no vectorised form for this pod."""
+        return None
 
     def normalize(self, pod: Pod, state: Any, nodes: Sequence[NodeInfo], scores: list[int]) -> None:
         """Rescale `scores` (aligned with `nodes`) in place; most priorities need nothing."""

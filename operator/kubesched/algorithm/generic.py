@@ -12,15 +12,22 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, overload
+
+import numpy as np
+import numpy.typing as npt
 
 from kubesched.algorithm.extenders import ExtenderError, HTTPExtender, run_filters, run_prioritizers
 from kubesched.algorithm.framework import SKIP, Predicate, Priority, Reject
 from kubesched.algorithm.predicates.node_validity import ERR_REASON_INVALID_NODE
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
+from kubesched.model.table import NodeTable
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
@@ -134,6 +141,8 @@ class Algorithm:
     priority_names: tuple[str, ...] = ()
     extenders: tuple[HTTPExtender, ...] = ()
     ignored_priority_names: tuple[str, ...] = ()
+    # False: every filter and score per node (the reference the vectorised forms are tested against).
+    vectorised: bool = True
 
     def describe(self) -> dict[str, Any]:
         """The configuration in the legacy Policy's field names, for logs and status."""
@@ -173,39 +182,56 @@ class Algorithm:
             raise FitError(pod, len(nodes), {}, pod_error=pod.parse_error)
 
         start = start_index % len(nodes)
-        feasible, failed, processed = self._find_feasible(pod, snapshot, start)
+        table = snapshot.table() if self.vectorised else None
+        rows: npt.NDArray[np.int64] | None = None
+        feasible: Sequence[NodeInfo]
+        if table is not None:
+            rows, failed, processed = self._find_feasible_vectorised(pod, snapshot, table, start)
+            feasible = _Rows(nodes, rows)
+        else:
+            feasible, failed, processed = self._find_feasible(pod, snapshot, start)
         next_start = (start + processed) % len(nodes)
         if feasible and self.extenders:
             try:
-                outcome = run_filters(self.extenders, pod, feasible)
+                outcome = run_filters(self.extenders, pod, list(feasible))
             except ExtenderError as exc:
                 raise ExtenderFailure(pod, len(nodes), str(exc)) from exc
-            feasible = outcome.feasible
+            feasible, rows = outcome.feasible, None
+            failed = dict(failed)
             for name, reasons in outcome.failed.items():
                 failed[name] = (*failed.get(name, ()), *reasons)
         if not feasible:
-            raise FitError(pod, len(nodes), failed)
+            raise FitError(pod, len(nodes), dict(failed))
         if len(feasible) == 1:
             return ScheduleResult(feasible[0].name, processed, 1, next_start, {}, failed)
 
-        totals = self.prioritize(pod, snapshot, feasible)
-        chosen = select_host(feasible, totals, rng)
-        scores = {node.name: total for node, total in zip(feasible, totals, strict=True)}
+        totals = self._totals(pod, snapshot, feasible, table, rows)
+        best = np.flatnonzero(totals == totals.max())
+        # selectHost: kube-scheduler samples a reservoir as it goes; one uniform draw among all the
+        # ties gives every tied node the same chance.
+        chosen = feasible[int(best[0] if len(best) == 1 else best[rng.randrange(len(best))])].name
+        scores = LazyMapping(lambda: dict(zip((n.name for n in feasible), totals.tolist(), strict=True)))
         return ScheduleResult(chosen, processed, len(feasible), next_start, scores, failed)
 
-    def _find_feasible(
-        self, pod: Pod, snapshot: Snapshot, start: int
-    ) -> tuple[list[NodeInfo], dict[str, tuple[str, ...]], int]:
+    def _prefilter(self, pod: Pod, snapshot: Snapshot) -> list[tuple[Predicate, Any]] | Reject:
+        """Each predicate's per-pod state, in order, leaving out those that pass every node."""
         filters = []
-        nodes = snapshot.nodes
         for predicate in self.predicates:
             state = predicate.prefilter(pod, snapshot)
             if isinstance(state, Reject):
-                # Every node gets the reasons, and the search does not move on (1.20).
-                return [], dict.fromkeys((n.name for n in nodes), state.reasons), 0
+                return state
             if state is not SKIP:
-                filters.append((predicate.filter, state))
-        check_all = self.always_check_all_predicates
+                filters.append((predicate, state))
+        return filters
+
+    def _find_feasible(
+        self, pod: Pod, snapshot: Snapshot, start: int
+    ) -> tuple[list[NodeInfo], Mapping[str, tuple[str, ...]], int]:
+        nodes = snapshot.nodes
+        filters = self._prefilter(pod, snapshot)
+        if isinstance(filters, Reject):
+            # Every node gets the reasons, and the search does not move on (1.20).
+            return [], dict.fromkeys((n.name for n in nodes), filters.reasons), 0
         count = len(nodes)
         wanted = self.num_feasible_nodes_to_find(count)
         feasible: list[NodeInfo] = []
@@ -214,41 +240,166 @@ class Algorithm:
         for i in range(count):
             node = nodes[(start + i) % count]
             processed += 1
-            if node.node.parse_error is not None:
-                # Its allocatable and taints are unknown: no other reason would mean anything.
-                failed[node.name] = (ERR_REASON_INVALID_NODE,)
-                continue
-            reasons: list[str] = []
-            for run_filter, state in filters:
-                found = run_filter(pod, state, node)
-                if found:
-                    reasons.extend(found)
-                    if not check_all:
-                        break
+            reasons = self._reasons(pod, filters, node)
             if reasons:
-                failed[node.name] = tuple(reasons)
+                failed[node.name] = reasons
                 continue
             feasible.append(node)
             if len(feasible) >= wanted:
                 break
         return feasible, failed, processed
 
+    def _reasons(self, pod: Pod, filters: Sequence[tuple[Predicate, Any]], node: NodeInfo) -> tuple[str, ...]:
+        """Why `pod` does not fit `node`: the first failing filter's reasons, or every failing
+        filter's with alwaysCheckAllPredicates; empty when it fits."""
+        if node.node.parse_error is not None:
+            # Its allocatable and taints are unknown: no other reason would mean anything.
+            return (ERR_REASON_INVALID_NODE,)
+        reasons: list[str] = []
+        for predicate, state in filters:
+            found = predicate.filter(pod, state, node)
+            if found:
+                reasons.extend(found)
+                if not self.always_check_all_predicates:
+                    break
+        return tuple(reasons)
+
+    def _find_feasible_vectorised(
+        self, pod: Pod, snapshot: Snapshot, table: NodeTable, start: int
+    ) -> tuple[npt.NDArray[np.int64], Mapping[str, tuple[str, ...]], int]:
+        """`_find_feasible` with the vectorised filters run over every node at once.
+
+        The same nodes, in the same order, come out: a node passes when every filter passes it, so
+        the masks combine in any order; the filters without a vectorised form then run per node, in
+        rotation order, on the nodes the masks left, until enough are feasible. The reasons of the
+        failed nodes are worked out per node, and only if somebody reads them.
+        """
+        nodes = snapshot.nodes
+        filters = self._prefilter(pod, snapshot)
+        if isinstance(filters, Reject):
+            return np.array([], dtype=np.int64), dict.fromkeys((n.name for n in nodes), filters.reasons), 0
+        count = len(nodes)
+        wanted = self.num_feasible_nodes_to_find(count)
+        fails = ~table.columns.valid
+        per_node: list[tuple[Predicate, Any]] = []
+        for predicate, state in filters:
+            mask = predicate.filter_nodes(pod, state, table)
+            if mask is None:
+                per_node.append((predicate, state))
+            else:
+                fails = fails | mask
+        order = (np.arange(count) + start) % count
+        passing = ~fails[order]
+        if not per_node:
+            found = np.cumsum(passing)
+            processed = int(np.searchsorted(found, wanted) + 1) if found[-1] >= wanted else count
+            examined = order[:processed]
+            feasible_rows = examined[passing[:processed]]
+            failed_rows = examined[~passing[:processed]]
+        else:
+            feasible_list: list[int] = []
+            failed_list: list[int] = []
+            processed = count
+            for position in np.flatnonzero(passing).tolist():
+                row = int(order[position])
+                if any(predicate.filter(pod, state, nodes[row]) for predicate, state in per_node):
+                    failed_list.append(row)
+                    continue
+                feasible_list.append(row)
+                if len(feasible_list) >= wanted:
+                    processed = position + 1
+                    break
+            examined = order[:processed]
+            failed_rows = np.concatenate(
+                [examined[~passing[:processed]], np.array(failed_list, dtype=np.int64)]
+            )
+            feasible_rows = np.array(feasible_list, dtype=np.int64)
+        failed = LazyMapping(lambda: self._reasons_of(pod, filters, nodes, failed_rows))
+        return feasible_rows, failed, processed
+
+    def _reasons_of(
+        self,
+        pod: Pod,
+        filters: Sequence[tuple[Predicate, Any]],
+        nodes: Sequence[NodeInfo],
+        rows: npt.NDArray[np.int64],
+    ) -> dict[str, tuple[str, ...]]:
+        ordered = sorted(rows.tolist())
+        return {nodes[i].name: self._reasons(pod, filters, nodes[i]) for i in ordered}
+
     def prioritize(self, pod: Pod, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> list[int]:
         """Weighted sum of every priority's normalised scores plus the extenders' scores; all 1
         with neither, as 1.20 does."""
+        table = snapshot.table() if self.vectorised else None
+        rows = None if table is None else np.array([snapshot.index[n.name] for n in nodes], dtype=np.int64)
+        totals: list[int] = self._totals(pod, snapshot, nodes, table, rows).tolist()
+        return totals
+
+    def _totals(
+        self,
+        pod: Pod,
+        snapshot: Snapshot,
+        nodes: Sequence[NodeInfo],
+        table: NodeTable | None,
+        rows: npt.NDArray[np.int64] | None,
+    ) -> npt.NDArray[np.int64]:
         if not self.priorities and not self.extenders:
-            return [1] * len(nodes)
-        totals = [0] * len(nodes)
+            return np.ones(len(nodes), dtype=np.int64)
+        totals = np.zeros(len(nodes), dtype=np.int64)
         for weighted in self.priorities:
-            scores = priority_scores(weighted.priority, pod, snapshot, nodes)
-            weight = weighted.weight
-            for i, score in enumerate(scores):
-                totals[i] += score * weight
+            vector = None
+            if table is not None and rows is not None:
+                vector = weighted.priority.score_nodes(pod, snapshot, table, rows, nodes)
+            if vector is None:
+                vector = np.array(priority_scores(weighted.priority, pod, snapshot, nodes), dtype=np.int64)
+            totals += vector * weighted.weight
         if self.extenders:
             extra = run_prioritizers(self.extenders, pod, nodes)
-            for i, node in enumerate(nodes):
-                totals[i] += extra.get(node.name, 0)
+            totals += np.array([extra.get(node.name, 0) for node in nodes], dtype=np.int64)
         return totals
+
+
+class _Rows(Sequence[NodeInfo]):
+    """The NodeInfos at `rows`, made only when read: vectorised priorities never read them."""
+
+    def __init__(self, nodes: Sequence[NodeInfo], rows: npt.NDArray[np.int64]) -> None:
+        self._nodes = nodes
+        self._rows: list[int] = rows.tolist()
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @overload
+    def __getitem__(self, i: int) -> NodeInfo: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[NodeInfo]: ...
+    def __getitem__(self, i: int | slice) -> NodeInfo | Sequence[NodeInfo]:
+        if isinstance(i, slice):
+            return [self._nodes[r] for r in self._rows[i]]
+        return self._nodes[self._rows[i]]
+
+
+class LazyMapping(Mapping[K, V]):
+    """A mapping worked out on first read: the failed nodes' reasons and the scores of a pod that
+    fits are rarely read, and making them would cost more than the decision."""
+
+    def __init__(self, compute: Callable[[], dict[K, V]]) -> None:
+        self._compute: Callable[[], dict[K, V]] | None = compute
+        self._reasons: dict[K, V] = {}
+
+    def _get(self) -> dict[K, V]:
+        if self._compute is not None:
+            self._reasons, self._compute = self._compute(), None
+        return self._reasons
+
+    def __getitem__(self, key: K) -> V:
+        return self._get()[key]
+
+    def __iter__(self) -> Iterator[K]:
+        return iter(self._get())
+
+    def __len__(self) -> int:
+        return len(self._get())
 
 
 def priority_scores(priority: Priority, pod: Pod, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> list[int]:
@@ -257,18 +408,3 @@ def priority_scores(priority: Priority, pod: Pod, snapshot: Snapshot, nodes: Seq
     scores = [priority.score(pod, state, node) for node in nodes]
     priority.normalize(pod, state, nodes, scores)
     return scores
-
-
-def select_host(nodes: Sequence[NodeInfo], totals: Sequence[int], rng: random.Random) -> str:
-    """selectHost: the highest total; among equal ones each is picked with equal probability (reservoir)."""
-    best = totals[0]
-    selected = nodes[0].name
-    tied = 1
-    for node, total in zip(nodes[1:], totals[1:], strict=True):
-        if total > best:
-            best, selected, tied = total, node.name, 1
-        elif total == best:
-            tied += 1
-            if rng.randrange(tied) == 0:
-                selected = node.name
-    return selected

@@ -14,6 +14,7 @@ from typing import Any
 from kubesched.model.affinity import PodAffinity, has_pod_affinity, parse_pod_affinity
 from kubesched.model.objects import HostPort, Node, Pod
 from kubesched.model.resources import ZERO, Resource
+from kubesched.model.table import NodeColumns, NodeTable, NodeUsage
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,10 +108,23 @@ class Snapshot:
     index: Mapping[str, int] = field(default_factory=dict)
     node_memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
     pod_memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    # The vectorised view (model/table.py), built on first use; `False`: not representable.
+    columns: NodeColumns | bool | None = field(default=None, compare=False, repr=False)
+    usage: NodeUsage | bool | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(cls, nodes: Sequence[NodeInfo], objects: ClusterObjects | None = None) -> Snapshot:
         return cls(tuple(nodes), objects or ClusterObjects(), {n.name: i for i, n in enumerate(nodes)})
+
+    def table(self) -> NodeTable | None:
+        """The nodes as columns, or None when some amount is too large for them."""
+        if self.columns is None:
+            object.__setattr__(self, "columns", NodeColumns.build([n.node for n in self.nodes]) or False)
+        if self.usage is None:
+            object.__setattr__(self, "usage", NodeUsage.build([n.pods for n in self.nodes]) or False)
+        if isinstance(self.columns, NodeColumns) and isinstance(self.usage, NodeUsage):
+            return NodeTable(self.columns, self.usage)
+        return None
 
     def get(self, name: str) -> NodeInfo | None:
         i = self.index.get(name)
@@ -120,9 +134,12 @@ class Snapshot:
         """The snapshot after placing `pod` on `node_name`, so the next pod of a batch sees it."""
         i = self.index[node_name]
         nodes = list(self.nodes)
+        usage: NodeUsage | bool | None = None  # rebuilt if asked for
+        if isinstance(self.usage, NodeUsage) and pod.uid not in nodes[i].pods:
+            usage = self.usage.with_pod(i, pod) or False
         nodes[i] = nodes[i].with_pod(pod)
         pod_memo = {} if has_pod_affinity(pod) else self.pod_memo
-        return Snapshot(tuple(nodes), self.objects, self.index, self.node_memo, pod_memo)
+        return Snapshot(tuple(nodes), self.objects, self.index, self.node_memo, pod_memo, self.columns, usage)
 
     def image_node_count(self, image: str) -> int:
         """ImageStateSummary.NumNodes: how many nodes report `image`."""

@@ -15,6 +15,7 @@ from kubesched.algorithm.framework import FITS, SKIP, Predicate
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
 from kubesched.model.selectors import NodeSelector, SelectorError
+from kubesched.model.table import BoolArray, NodeTable
 
 ERR_REASON_NODE_AFFINITY = "node(s) didn't match Pod's node affinity"
 
@@ -64,3 +65,19 @@ class MatchNodeSelector(Predicate):
 
     def filter(self, pod: Pod, state: Any, node: NodeInfo) -> Sequence[str]:
         return FITS if state.matches(node.node.labels, node.name) else (ERR_REASON_NODE_AFFINITY,)
+
+    def filter_nodes(self, pod: Pod, state: Any, table: NodeTable) -> BoolArray | None:
+        matching = affinity_mask(state, table)
+        return None if matching is None else ~matching
+
+
+def affinity_mask(state: NodeAffinityState, table: NodeTable) -> BoolArray | None:
+    """`state.matches` for every node, or None when it reads node names (matchFields)."""
+    keys = set(k for k, _ in state.node_selector)
+    if state.required is not None:
+        for term in state.required.terms:
+            if term.fields:
+                return None
+            if term.labels is not None:
+                keys.update(r.key for r in term.labels.requirements)
+    return table.columns.match_labels(sorted(keys), lambda labels: state.matches(labels, ""), state)

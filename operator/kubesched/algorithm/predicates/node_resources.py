@@ -13,6 +13,7 @@ from typing import Any
 from kubesched.algorithm.framework import FITS, Predicate
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
+from kubesched.model.table import LIMIT, BoolArray, NodeTable
 
 ERR_REASON_TOO_MANY_PODS = "Too many pods"
 ERR_REASON_CPU = "Insufficient cpu"
@@ -72,3 +73,18 @@ class PodFitsResources(Predicate):
             if allocatable.scalar.get(name, 0) < amount + requested.scalar.get(name, 0):
                 reasons.append(err_reason_insufficient(name))
         return reasons or FITS
+
+    def filter_nodes(self, pod: Pod, state: Any, table: NodeTable) -> BoolArray | None:
+        want = pod.requests
+        if state or not all(
+            -LIMIT < v < LIMIT for v in (want.milli_cpu, want.memory, want.ephemeral_storage)
+        ):
+            return None  # extended resources (rare) and absurd amounts: per node
+        columns, usage = table.columns, table.usage
+        fails: BoolArray = usage.pod_count + 1 > columns.alloc_pods
+        if want.milli_cpu == 0 and want.memory == 0 and want.ephemeral_storage == 0 and not want.scalar:
+            return fails
+        fails |= columns.alloc_cpu < want.milli_cpu + usage.requested_cpu
+        fails |= columns.alloc_memory < want.memory + usage.requested_memory
+        fails |= columns.alloc_ephemeral < want.ephemeral_storage + usage.requested_ephemeral
+        return fails

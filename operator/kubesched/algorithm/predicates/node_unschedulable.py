@@ -8,6 +8,7 @@ from typing import Any
 from kubesched.algorithm.framework import FITS, SKIP, Predicate
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod, Taint
+from kubesched.model.table import BoolArray, NodeTable
 
 ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
 
@@ -25,3 +26,6 @@ class CheckNodeUnschedulable(Predicate):
 
     def filter(self, pod: Pod, state: Any, node: NodeInfo) -> Sequence[str]:
         return (ERR_REASON_UNSCHEDULABLE,) if node.node.unschedulable else FITS
+
+    def filter_nodes(self, pod: Pod, state: Any, table: NodeTable) -> BoolArray | None:
+        return table.columns.unschedulable

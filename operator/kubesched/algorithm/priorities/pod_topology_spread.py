@@ -24,8 +24,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from kubesched.algorithm.framework import MAX_NODE_SCORE, Priority
-from kubesched.algorithm.predicates.node_affinity import node_affinity_state
+from kubesched.algorithm.predicates.node_affinity import affinity_mask, node_affinity_state
 from kubesched.algorithm.predicates.pod_topology_spread import (
     HOSTNAME_LABEL,
     SCHEDULE_ANYWAY,
@@ -38,6 +40,7 @@ from kubesched.algorithm.predicates.pod_topology_spread import (
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
 from kubesched.model.selectors import SelectorError
+from kubesched.model.table import BoolArray, IntArray, NodeTable
 
 _IGNORED = -1
 
@@ -153,3 +156,63 @@ class PodTopologySpreadPriority(Priority):
                 scores[i] = MAX_NODE_SCORE
             else:
                 scores[i] = MAX_NODE_SCORE * (max_score + min_score - score) // max_score
+
+    def score_nodes(
+        self, pod: Pod, snapshot: Snapshot, table: NodeTable, rows: IntArray, nodes: Sequence[NodeInfo]
+    ) -> IntArray | None:
+        """prescore, score and normalize over arrays, in the same float64 operations."""
+        defaults = SYSTEM_DEFAULT_CONSTRAINTS if self.system_defaults else ()
+        try:
+            constraints = constraints_for(pod, SCHEDULE_ANYWAY, defaults, snapshot.objects)
+        except SelectorError:
+            constraints = ()
+        if not constraints or not nodes or not snapshot.nodes:
+            return np.full(len(rows), MAX_NODE_SCORE, dtype=np.int64)
+        columns, usage = table.columns, table.usage
+        affinity = node_affinity_state(pod)
+        eligible: BoolArray = np.ones(table.count, dtype=np.bool_)
+        if affinity is not None:
+            matching_nodes = affinity_mask(affinity, table)
+            if matching_nodes is None:
+                return None  # matchFields: per node
+            eligible = matching_nodes
+        has_all: BoolArray = np.ones(table.count, dtype=np.bool_)
+        for c in constraints:
+            has_all = has_all & columns.has_label(c.topology_key)
+        eligible = eligible & has_all
+        scored = has_all[rows]  # the others are ignored
+        total = np.zeros(len(rows), dtype=np.float64)
+        keys_seen: set[str] = set()
+        for c in constraints:
+            matching = usage.matching(
+                pod.namespace, c.selector.matches, ("spread", c.selector, pod.namespace)
+            )
+            if c.topology_key == HOSTNAME_LABEL:
+                size = int(scored.sum())
+                counts = matching[rows]
+                present = columns.has_label(c.topology_key)[rows]
+            else:
+                codes, values = columns.label_codes(c.topology_key)
+                row_codes = codes[rows]
+                # A domain counts once, for the first constraint with its key (as prescore's map does).
+                first = c.topology_key not in keys_seen
+                keys_seen.add(c.topology_key)
+                size = len(np.unique(row_codes[scored])) if first else 0
+                domains = max(len(values), 1)
+                by_domain = np.bincount(codes[eligible], weights=matching[eligible], minlength=domains)
+                present = row_codes >= 0
+                counts = by_domain.astype(np.int64)[np.where(present, row_codes, 0)]
+            weight = topology_normalizing_weight(size)
+            term = counts.astype(np.float64) * weight + float(c.max_skew - 1)
+            total = total + np.where(present, term, 0.0)
+        scores = np.where(scored, total.astype(np.int64), _IGNORED)
+        valid = scores[scored]
+        if not len(valid):
+            return np.zeros(len(rows), dtype=np.int64)
+        low, high = int(valid.min()), int(valid.max())
+        if high == 0:
+            normalised = np.full(len(rows), MAX_NODE_SCORE, dtype=np.int64)
+        else:
+            normalised = MAX_NODE_SCORE * (high + low - scores) // high
+        result: IntArray = np.where(scored, normalised, 0)
+        return result

@@ -11,6 +11,7 @@ from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
 from kubesched.model.quantity import milli_value, parse_quantity, value
 from kubesched.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource_name
+from kubesched.model.table import LIMIT, IntArray, NodeTable
 
 
 def scoring_request(pod: Pod) -> tuple[int, int]:
@@ -45,6 +46,26 @@ class ResourceAllocationPriority(Priority):
 
     def node_score(self, cpu: int, cpu_capacity: int, memory: int, memory_capacity: int) -> int:
         raise NotImplementedError
+
+    def score_nodes(
+        self, pod: Pod, snapshot: Snapshot, table: NodeTable, rows: IntArray, nodes: Sequence[NodeInfo]
+    ) -> IntArray | None:
+        cpu, memory = scoring_request(pod)
+        if not (-LIMIT < cpu < LIMIT and -LIMIT < memory < LIMIT):
+            return None
+        columns, usage = table.columns, table.usage
+        return self.node_scores(
+            usage.non_zero_cpu[rows] + cpu,
+            columns.alloc_cpu[rows],
+            usage.non_zero_memory[rows] + memory,
+            columns.alloc_memory[rows],
+        )
+
+    def node_scores(
+        self, cpu: IntArray, cpu_capacity: IntArray, memory: IntArray, memory_capacity: IntArray
+    ) -> IntArray | None:
+        """`node_score` over arrays; None where a subclass has no vectorised form."""
+        return None
 
 
 def pod_resource_request(pod: Pod, resource: str) -> int:

@@ -1,0 +1,267 @@
+"""The nodes of a snapshot as NumPy columns, so that filters and scores run over all nodes at once.
+
+`NodeColumns` depends on the Node objects only (allocatable, labels, taints, cordons) and is built
+once per set of nodes. `NodeUsage` depends on the pods placed (requests, pod counts, and how many
+pods of each namespace and label set run on each node, for the spreading priorities); it is
+copied on write, one pod at a time, as a batch places pods. The per-node code stays the reference:
+every vectorised plugin must decide exactly as its per-node `filter` or `score` does, which the
+property tests check. Amounts too large for int64 arithmetic make the table unavailable
+(`build` returns None) and the algorithm falls back to the per-node path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from kubesched.model.objects import Node, Pod, Taint
+
+# Amounts beyond this cannot be compared or multiplied by 100 safely in int64.
+LIMIT = 2**55
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+LabelSet = tuple[str, frozenset[tuple[str, str]]]  # (namespace, labels)
+
+
+def _fits(*values: int) -> bool:
+    return all(-LIMIT < v < LIMIT for v in values)
+
+
+@dataclass(eq=False)
+class NodeColumns:
+    """What the nodes themselves say, one entry per node in snapshot order."""
+
+    nodes: tuple[Node, ...]
+    index: Mapping[str, int]
+    valid: BoolArray  # no parse error
+    alloc_cpu: IntArray
+    alloc_memory: IntArray
+    alloc_ephemeral: IntArray
+    alloc_pods: IntArray
+    unschedulable: BoolArray
+    taint_set: npt.NDArray[np.int32]  # index into `taint_sets`; 0 is "no taints"
+    taint_sets: tuple[tuple[Taint, ...], ...]
+    _codes: dict[str, tuple[npt.NDArray[np.int32], tuple[str, ...]]] = field(default_factory=dict)
+    _masks: dict[Hashable, BoolArray] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, nodes: Sequence[Node]) -> NodeColumns | None:
+        count = len(nodes)
+        allocatable = [n.allocatable for n in nodes]
+        cpu = [a.milli_cpu for a in allocatable]
+        memory = [a.memory for a in allocatable]
+        ephemeral = [a.ephemeral_storage for a in allocatable]
+        pods = [a.allowed_pods for a in allocatable]
+        if not _fits(*cpu, *memory, *ephemeral, *pods):
+            return None
+        sets: dict[tuple[Taint, ...], int] = {(): 0}
+        taint_set = np.fromiter((sets.setdefault(n.taints, len(sets)) for n in nodes), np.int32, count)
+        return cls(
+            nodes=tuple(nodes),
+            index={n.name: i for i, n in enumerate(nodes)},
+            valid=np.fromiter((n.parse_error is None for n in nodes), np.bool_, count),
+            alloc_cpu=np.array(cpu, dtype=np.int64),
+            alloc_memory=np.array(memory, dtype=np.int64),
+            alloc_ephemeral=np.array(ephemeral, dtype=np.int64),
+            alloc_pods=np.array(pods, dtype=np.int64),
+            unschedulable=np.fromiter((n.unschedulable for n in nodes), np.bool_, count),
+            taint_set=taint_set,
+            taint_sets=tuple(sets),
+        )
+
+    @property
+    def count(self) -> int:
+        return len(self.nodes)
+
+    def label_codes(self, key: str) -> tuple[npt.NDArray[np.int32], tuple[str, ...]]:
+        """Each node's value of label `key` as a code into the returned values; -1 where absent."""
+        found = self._codes.get(key)
+        if found is None:
+            values: dict[str, int] = {}
+            codes = np.fromiter(
+                (
+                    -1 if (v := n.labels.get(key)) is None else values.setdefault(v, len(values))
+                    for n in self.nodes
+                ),
+                np.int32,
+                len(self.nodes),
+            )
+            found = self._codes[key] = (codes, tuple(values))
+        return found
+
+    def has_label(self, key: str) -> BoolArray:
+        codes, _ = self.label_codes(key)
+        return codes >= 0
+
+    def match_labels(
+        self, keys: Sequence[str], matches: Callable[[Mapping[str, str]], bool], memo: Hashable
+    ) -> BoolArray:
+        """`matches(labels)` for every node, where the answer depends only on the labels `keys`.
+
+        Evaluated once per distinct combination of those labels' values and remembered under `memo`.
+        """
+        found = self._masks.get(memo)
+        if found is not None:
+            return found
+        columns = [self.label_codes(k) for k in keys]
+        combined = np.zeros(self.count, dtype=np.int64)
+        for codes, values in columns:
+            combined = combined * (len(values) + 1) + (codes.astype(np.int64) + 1)
+        distinct, inverse = np.unique(combined, return_inverse=True)
+        verdicts = np.empty(len(distinct), dtype=np.bool_)
+        for j, code in enumerate(distinct.tolist()):
+            labels: dict[str, str] = {}
+            for key, (_, values) in zip(reversed(keys), reversed(columns), strict=True):
+                code, value = divmod(code, len(values) + 1)
+                if value:
+                    labels[key] = values[value - 1]
+            verdicts[j] = matches(labels)
+        found = self._masks[memo] = verdicts[inverse]
+        return found
+
+
+@dataclass(eq=False)
+class NodeUsage:
+    """What the pods placed on each node add up to; rows change one pod at a time."""
+
+    requested_cpu: IntArray
+    requested_memory: IntArray
+    requested_ephemeral: IntArray
+    pod_count: IntArray
+    non_zero_cpu: IntArray
+    non_zero_memory: IntArray
+    # Non-terminating pods per node, by namespace and labels (the spreading priorities' counts).
+    groups: dict[LabelSet, IntArray]
+    _matches: dict[Hashable, IntArray] = field(default_factory=dict)
+    # Copy on write: `_shared` when the six arrays may be held by another instance too; the group
+    # arrays this instance made or copied itself (the others may be shared).
+    _shared: bool = False
+    _own_groups: set[LabelSet] = field(default_factory=set)
+
+    @classmethod
+    def build(cls, pods_by_node: Sequence[Mapping[str, Pod]]) -> NodeUsage | None:
+        count = len(pods_by_node)
+
+        def zeros() -> IntArray:
+            return np.zeros(count, dtype=np.int64)
+
+        usage = cls(zeros(), zeros(), zeros(), zeros(), zeros(), zeros(), {})
+        for i, pods in enumerate(pods_by_node):
+            for pod in pods.values():
+                if not usage._add(i, pod, 1):
+                    return None
+        return usage
+
+    def with_pod(self, i: int, pod: Pod) -> NodeUsage | None:
+        """A copy with `pod` added on node `i` (sharing every array it does not change)."""
+        copy = self._view()
+        return copy if copy._add(i, pod, 1) else None
+
+    def share(self) -> NodeUsage:
+        """A view for a snapshot: it never changes, as this instance copies what it changes next."""
+        self._shared = True
+        self._own_groups = set()
+        return self._view()
+
+    def _view(self) -> NodeUsage:
+        return NodeUsage(
+            self.requested_cpu,
+            self.requested_memory,
+            self.requested_ephemeral,
+            self.pod_count,
+            self.non_zero_cpu,
+            self.non_zero_memory,
+            dict(self.groups),
+            _shared=True,
+        )
+
+    def add(self, i: int, pod: Pod) -> bool:
+        """Count `pod` on node `i` in place; False when the amounts no longer fit in the table."""
+        return self._add(i, pod, 1)
+
+    def remove(self, i: int, pod: Pod) -> bool:
+        return self._add(i, pod, -1)
+
+    def _thaw(self, key: LabelSet | None) -> None:
+        if self._shared:
+            self.requested_cpu = self.requested_cpu.copy()
+            self.requested_memory = self.requested_memory.copy()
+            self.requested_ephemeral = self.requested_ephemeral.copy()
+            self.pod_count = self.pod_count.copy()
+            self.non_zero_cpu = self.non_zero_cpu.copy()
+            self.non_zero_memory = self.non_zero_memory.copy()
+            self._shared = False
+        if key is not None and key in self.groups and key not in self._own_groups:
+            self.groups[key] = self.groups[key].copy()
+            self._own_groups.add(key)
+        self._matches = {}
+
+    def _add(self, i: int, pod: Pod, sign: int) -> bool:
+        key = _label_set(pod)
+        self._thaw(key)
+        want = pod.requests
+        if not _fits(
+            want.milli_cpu, want.memory, want.ephemeral_storage, pod.non_zero_milli_cpu, pod.non_zero_memory
+        ):
+            return False
+        self.requested_cpu[i] += sign * want.milli_cpu
+        self.requested_memory[i] += sign * want.memory
+        self.requested_ephemeral[i] += sign * want.ephemeral_storage
+        self.pod_count[i] += sign
+        self.non_zero_cpu[i] += sign * pod.non_zero_milli_cpu
+        self.non_zero_memory[i] += sign * pod.non_zero_memory
+        if not _fits(
+            int(self.requested_cpu[i]), int(self.requested_memory[i]), int(self.requested_ephemeral[i])
+        ):
+            return False
+        if key is not None:
+            counts = self.groups.get(key)
+            if counts is None:
+                counts = self.groups[key] = np.zeros(len(self.pod_count), dtype=np.int64)
+                self._own_groups.add(key)
+            counts[i] += sign
+        return True
+
+    def matching(
+        self, namespace: str, matches: Callable[[Mapping[str, str]], bool], memo: Hashable
+    ) -> IntArray:
+        """Per node, the non-terminating pods of `namespace` whose labels `matches` accepts."""
+        found = self._matches.get(memo)
+        if found is None:
+            found = np.zeros(len(self.pod_count), dtype=np.int64)
+            for (group_namespace, labels), counts in self.groups.items():
+                if group_namespace == namespace and matches(dict(labels)):
+                    found = found + counts
+            self._matches[memo] = found
+        return found
+
+
+def _label_set(pod: Pod) -> LabelSet | None:
+    if pod.deleting:
+        return None
+    return pod.namespace, frozenset(pod.labels.items())
+
+
+@dataclass(frozen=True, slots=True)
+class NodeTable:
+    """The columns and the usage of one snapshot, as the vectorised plugins receive them."""
+
+    columns: NodeColumns
+    usage: NodeUsage
+
+    @property
+    def count(self) -> int:
+        return self.columns.count
+
+
+def taint_verdicts(columns: NodeColumns, judge: Callable[[tuple[Taint, ...]], Any]) -> list[Any]:
+    """`judge(taints)` once per distinct set of taints, indexable by `columns.taint_set`."""
+    return [judge(taints) for taints in columns.taint_sets]
+
+
+__all__ = ["LIMIT", "NodeColumns", "NodeTable", "NodeUsage", "taint_verdicts"]

@@ -1,0 +1,256 @@
+"""The vectorised filters and scores decide exactly as the per-node ones do.
+
+The per-node path (`Algorithm(vectorised=False)`) is the reference, itself tested against
+kube-scheduler's documented behaviour; here random clusters and pods go through both paths, pod
+after pod on the same evolving snapshot, and every decision must be identical: the node chosen
+(same seed), the nodes examined, the scores, and each failed node's reasons.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kubesched.algorithm.generic import Algorithm, FitError
+from kubesched.algorithm.policy import compile_policy, default_algorithm
+from kubesched.cache import SchedulerCache
+from kubesched.model.nodeinfo import ClusterObjects, NodeInfo, Snapshot
+from kubesched.model.objects import node_from_dict, pod_from_dict
+from kubesched.model.table import LIMIT, NodeColumns, NodeUsage
+from kubesched.testing import make_node, make_pod
+
+from .algofixtures import SEED_POLICY
+
+ZONE = "topology.kubernetes.io/zone"
+ZONES = ("a", "b", "c")
+DISKS = ("ssd", "hdd")
+TAINTS = (
+    {"key": "dedicated", "value": "db", "effect": "NoSchedule"},
+    {"key": "spot", "value": "yes", "effect": "PreferNoSchedule"},
+    {"key": "drain", "value": "", "effect": "NoExecute"},
+)
+
+POLICIES = {
+    "seed": compile_policy(SEED_POLICY),
+    "default": default_algorithm(),
+    "most-requested": compile_policy(
+        {
+            "kind": "Policy",
+            "apiVersion": "v1",
+            "predicates": [{"name": "PodFitsResources"}, {"name": "MatchNodeSelector"}],
+            "priorities": [
+                {"name": "MostRequestedPriority", "weight": 2},
+                {"name": "EvenPodsSpreadPriority", "weight": 1},
+            ],
+            "alwaysCheckAllPredicates": True,
+        }
+    ),
+}
+
+
+@st.composite
+def nodes(draw: st.DrawFn) -> list[dict[str, Any]]:
+    count = draw(st.integers(1, 12))
+    made = []
+    for i in range(count):
+        labels: dict[str, str] = {}
+        if draw(st.booleans()):
+            labels[ZONE] = draw(st.sampled_from(ZONES))
+        if draw(st.booleans()):
+            labels["disk"] = draw(st.sampled_from(DISKS))
+        made.append(
+            make_node(
+                f"n{i}",
+                cpu=draw(st.sampled_from(["0", "500m", "1", "2", "4"])),
+                memory=draw(st.sampled_from(["0", "512Mi", "1Gi", "4Gi"])),
+                pods=draw(st.sampled_from(["0", "1", "3", "110"])),
+                labels=labels,
+                taints=draw(st.lists(st.sampled_from(TAINTS), max_size=2, unique_by=lambda t: t["key"])),
+                unschedulable=draw(st.booleans()) and draw(st.booleans()),
+            )
+        )
+    return made
+
+
+@st.composite
+def pods(draw: st.DrawFn, count: int) -> list[dict[str, Any]]:
+    made = []
+    for i in range(count):
+        selector = draw(st.sampled_from([None, {"disk": "ssd"}, {ZONE: "a"}, {ZONE: "b", "disk": "hdd"}]))
+        affinity = None
+        if draw(st.integers(0, 3)) == 0:
+            operator = draw(st.sampled_from(["In", "NotIn", "Exists", "DoesNotExist"]))
+            values = (
+                []
+                if operator in ("Exists", "DoesNotExist")
+                else draw(st.lists(st.sampled_from(ZONES), min_size=1))
+            )
+            term = {"matchExpressions": [{"key": ZONE, "operator": operator, "values": values}]}
+            affinity = {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}
+                }
+            }
+        tolerations = draw(
+            st.sampled_from([None, [{"key": "dedicated", "operator": "Exists"}], [{"operator": "Exists"}]])
+        )
+        made.append(
+            make_pod(
+                f"p{i}",
+                "ns",
+                cpu=draw(st.sampled_from([None, "100m", "500m", "1", "3"])),
+                memory=draw(st.sampled_from([None, "128Mi", "1Gi", "3Gi"])),
+                labels={"app": draw(st.sampled_from(["web", "db", "batch"]))},
+                node_selector=selector,
+                tolerations=tolerations,
+                affinity=affinity,
+            )
+        )
+    return made
+
+
+SERVICES = {
+    "ns/web": {"metadata": {"name": "web", "namespace": "ns"}, "spec": {"selector": {"app": "web"}}},
+    "ns/db": {"metadata": {"name": "db", "namespace": "ns"}, "spec": {"selector": {"app": "db"}}},
+}
+
+
+def decisions(algorithm: Algorithm, snapshot: Snapshot, pending: list[Any]) -> list[Any]:
+    rng = random.Random(7)
+    start = 0
+    made: list[Any] = []
+    for pod in pending:
+        try:
+            result = algorithm.schedule(pod, snapshot, rng, start)
+        except FitError as exc:
+            made.append(("unschedulable", exc.summary(), dict(exc.node_reasons)))
+            continue
+        start = result.next_start_index
+        made.append(
+            (
+                result.node_name,
+                result.evaluated_nodes,
+                result.feasible_nodes,
+                dict(result.scores),
+                dict(result.failed_nodes),
+            )
+        )
+        snapshot = snapshot.with_pod_on(pod, result.node_name)
+    return made
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    raw_nodes=nodes(),
+    raw_pods=pods(8),
+    policy=st.sampled_from(sorted(POLICIES)),
+    percentage=st.sampled_from([0, 30, 100]),
+)
+def test_vectorised_and_per_node_paths_decide_alike(
+    raw_nodes: list[dict[str, Any]], raw_pods: list[dict[str, Any]], policy: str, percentage: int
+) -> None:
+    algorithm = replace(POLICIES[policy], percentage_of_nodes_to_score=percentage)
+    pending = [pod_from_dict(p) for p in raw_pods]
+
+    def fresh() -> Snapshot:
+        infos = [NodeInfo(node_from_dict(n)) for n in raw_nodes]
+        return Snapshot.of(infos, ClusterObjects(services=SERVICES))
+
+    vectorised = fresh()
+    expected = decisions(replace(algorithm, vectorised=False), fresh(), pending)
+    assert decisions(algorithm, vectorised, pending) == expected
+    assert vectorised.table() is not None
+
+
+def test_a_thousand_nodes_with_minimum_feasible_search_match() -> None:
+    """Above 100 nodes the search stops early (numFeasibleNodesToFind): both paths stop at the same node."""
+    rng = random.Random(3)
+    raw = [
+        make_node(f"n{i}", cpu=rng.choice(["1", "2"]), labels={ZONE: rng.choice(ZONES)}) for i in range(1000)
+    ]
+    pending = [pod_from_dict(make_pod(f"p{i}", "ns", cpu="600m", labels={"app": "web"})) for i in range(300)]
+    for policy in POLICIES.values():
+        algorithm = replace(policy, percentage_of_nodes_to_score=0)
+
+        def fresh() -> Snapshot:
+            return Snapshot.of([NodeInfo(node_from_dict(n)) for n in raw], ClusterObjects(services=SERVICES))
+
+        assert decisions(algorithm, fresh(), pending) == decisions(
+            replace(algorithm, vectorised=False), fresh(), pending
+        )
+
+
+def test_amounts_too_large_for_int64_fall_back_to_the_per_node_path() -> None:
+    huge = node_from_dict(make_node("huge", cpu=str(LIMIT), memory="1Gi"))
+    assert NodeColumns.build([huge]) is None
+    pod = pod_from_dict(make_pod("p", cpu="1"))
+    snapshot = Snapshot.of([NodeInfo(huge)])
+    assert snapshot.table() is None
+    assert POLICIES["seed"].schedule(pod, snapshot, random.Random(1)).node_name == "huge"
+
+
+def test_usage_counts_requests_and_label_sets_pod_by_pod() -> None:
+    pods = [
+        pod_from_dict(make_pod(f"p{i}", "ns", cpu="250m", memory="1Gi", labels={"app": "web"}))
+        for i in range(3)
+    ]
+    usage = NodeUsage.build([{}, {}])
+    assert usage is not None
+    for i, pod in enumerate(pods):
+        next_usage = usage.with_pod(i % 2, pod)
+        assert next_usage is not None
+        usage = next_usage
+    assert usage.requested_cpu.tolist() == [500, 250]
+    assert usage.pod_count.tolist() == [2, 1]
+    assert np.array_equal(usage.matching("ns", lambda labels: labels.get("app") == "web", "web"), [2, 1])
+    assert usage.matching("other", lambda labels: True, "all").tolist() == [0, 0]
+
+
+def usage_figures(usage: NodeUsage | bool | None) -> dict[str, Any]:
+    assert isinstance(usage, NodeUsage)
+    groups = {key: counts.tolist() for key, counts in usage.groups.items() if counts.any()}
+    arrays = ("requested_cpu", "requested_memory", "pod_count", "non_zero_cpu", "non_zero_memory")
+    return {"groups": groups, **{name: getattr(usage, name).tolist() for name in arrays}}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(st.sampled_from(["bind", "assume", "forget", "delete", "node"]), st.integers(0, 5)),
+        max_size=40,
+    )
+)
+def test_the_caches_usage_follows_every_change_and_never_changes_a_snapshot_taken(
+    steps: list[tuple[str, int]],
+) -> None:
+    cache = SchedulerCache()
+    for i in range(3):
+        cache.set_node(node_from_dict(make_node(f"n{i}", labels={ZONE: ZONES[i]})))
+    pods = [
+        pod_from_dict(make_pod(f"p{i}", "ns", cpu=f"{100 * (i + 1)}m", labels={"app": ["web", "db"][i % 2]}))
+        for i in range(6)
+    ]
+    taken: list[tuple[Snapshot, dict[str, Any]]] = []
+    for action, k in steps:
+        pod = pods[k]
+        if action == "bind":
+            cache.set_pod(replace(pod, node_name=f"n{k % 3}"))
+        elif action == "assume":
+            cache.assume(pod, f"n{(k + 1) % 3}")
+        elif action == "forget":
+            cache.forget(pod.uid)
+        elif action == "delete":
+            cache.remove_pod(pod.uid)
+        else:
+            cache.set_node(node_from_dict(make_node(f"n{k % 4}", cpu=str(k + 1))))
+        snapshot = cache.snapshot()
+        rebuilt = NodeUsage.build([n.pods for n in snapshot.nodes])
+        assert usage_figures(snapshot.usage) == usage_figures(rebuilt)
+        taken.append((snapshot, usage_figures(snapshot.usage)))
+    for snapshot, figures in taken:
+        assert usage_figures(snapshot.usage) == figures
