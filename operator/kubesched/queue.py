@@ -20,6 +20,7 @@ from kubesched.model.objects import Pod
 ACTIVE = "active"
 BACKOFF = "backoff"
 UNSCHEDULABLE = "unschedulable"
+IN_FLIGHT = "in-flight"  # popped, being scheduled or bound
 
 
 @dataclass(slots=True)
@@ -34,6 +35,7 @@ class QueuedPod:
     cycle: int = 0  # scheduling cycle of its last pop
     where: str = ACTIVE
     gone: bool = False  # deleted or bound elsewhere while being scheduled
+    updated: bool = False  # changed while being scheduled: the attempt judged an older version
 
     @property
     def key(self) -> str:
@@ -78,6 +80,8 @@ class SchedulingQueue:
         if changed and entry.where == UNSCHEDULABLE:
             del self._unschedulable[pod.uid]
             self._push_active(entry)
+        elif changed and entry.where == IN_FLIGHT:
+            entry.updated = True
 
     def delete(self, uid: str) -> None:
         """The pod was deleted or bound by someone: forget it wherever it is."""
@@ -126,7 +130,8 @@ class SchedulingQueue:
                 entry.last_attempt = self.clock()
                 if entry.initial_attempt is None:
                     entry.initial_attempt = entry.last_attempt
-                entry.where = "in-flight"
+                entry.where = IN_FLIGHT
+                entry.updated = False
                 self._in_flight[uid] = entry
                 batch.append(entry)
             if batch or self._closed:
@@ -145,7 +150,9 @@ class SchedulingQueue:
         """No node fits. Park the pod unless a cluster event arrived while it was being tried."""
         if not self._take_back(entry):
             return
-        if self._move_request_cycle >= entry.cycle:
+        if self._move_request_cycle >= entry.cycle or entry.updated:
+            # Something changed while it was tried (the cluster, or the pod): it may fit now.
+            entry.updated = False
             self._push_backoff(entry)
         else:
             entry.where = UNSCHEDULABLE
@@ -241,4 +248,7 @@ class SchedulingQueue:
 
 
 def _spec_changed(old: Pod, new: Pod) -> bool:
-    return old.spec != new.spec or old.labels != new.labels
+    # isPodUpdated of 1.20: a changed nomination counts too (a cleared one deserves a new look).
+    return (
+        old.spec != new.spec or old.labels != new.labels or old.nominated_node_name != new.nominated_node_name
+    )

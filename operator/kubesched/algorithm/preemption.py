@@ -1,0 +1,401 @@
+"""Preemption: when no node fits a pod, find the node where evicting the fewest, least important
+lower-priority pods makes room for it.
+
+kube-scheduler 1.20's DefaultPreemption PostFilter plugin
+(pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go), step by step:
+
+1. `PodEligibleToPreemptOthers`: not with `preemptionPolicy: Never`, and not while a
+   lower-priority pod on the pod's nominated node is still terminating (its last preemption is
+   still under way).
+2. `nodesWherePreemptionMightHelp`: nodes whose failure reasons are UnschedulableAndUnresolvable
+   (node selector or affinity, taints, hostname, unschedulable node...) are left out.
+3. `dryRunPreemption` from a random offset, until enough candidates are found
+   (`calculateNumCandidates`: 10 % of the nodes, at least 100), each with `selectVictimsOnNode`:
+   remove every lower-priority pod; if the pod then fits, reprieve as many as possible, PDB
+   violators first, each group highest priority first.
+4. `pickOneNodeForPreemption`: fewest PDB violations, lowest highest-victim priority, smallest sum
+   of priorities, fewest victims, latest start time of the highest-priority victims.
+
+Pure: no I/O. The caller deletes the victims and nominates the node. The snapshot it passes
+already holds the pods nominated to nodes with a priority >= the preemptor's (they count on their
+node, and being of equal or higher priority they are never victims).
+
+The `message` of a Preemption is what kube-scheduler 1.26+ appends to the FailedScheduling
+message after "preemption: " (pkg/scheduler/framework/preemption/preemption.go); 1.20 appends
+nothing. When no pod in the cluster has a lower priority than the preemptor, there is nothing
+preemption could say, and the message stays 1.20's.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kubesched.algorithm.framework import SKIP, Predicate, Reject
+from kubesched.algorithm.generic import ExtenderFailure, FitError
+from kubesched.algorithm.predicates import inter_pod_affinity as ipa
+from kubesched.algorithm.predicates import node_conditions, node_label, node_unschedulable, volume_binding
+from kubesched.algorithm.predicates.node_affinity import ERR_REASON_NODE_AFFINITY
+from kubesched.algorithm.predicates.node_name import ERR_REASON_HOSTNAME
+from kubesched.algorithm.predicates.node_validity import ERR_REASON_INVALID_NODE
+from kubesched.algorithm.predicates.pod_topology_spread import ERR_REASON_NODE_LABEL_NOT_MATCH
+from kubesched.algorithm.predicates.taint_toleration import ERR_REASON_NOT_MATCH_1_17
+from kubesched.algorithm.predicates.volume_zone import ERR_REASON_VOLUME_ZONE
+from kubesched.model.disruption import DisruptionBudget
+from kubesched.model.nodeinfo import NodeInfo, Snapshot
+from kubesched.model.objects import Pod
+
+PREEMPT_NEVER = "Never"
+MIN_CANDIDATE_NODES_PERCENTAGE = 10  # DefaultPreemptionArgs defaults
+MIN_CANDIDATE_NODES_ABSOLUTE = 100
+
+MSG_PREEMPT_NEVER = "not eligible due to preemptionPolicy=Never."
+MSG_TERMINATING = "not eligible due to a terminating pod on the nominated node."
+ERR_REASON_NOT_HELPFUL = "Preemption is not helpful for scheduling"
+ERR_REASON_NO_VICTIMS = "No preemption victims found for incoming pod"
+
+# Reasons no eviction can resolve: 1.20's UnschedulableAndUnresolvable statuses, and for the
+# predicates 1.20 no longer has, 1.17's unresolvablePredicateFailureErrors.
+UNRESOLVABLE_REASONS = frozenset(
+    {
+        ERR_REASON_NODE_AFFINITY,
+        ERR_REASON_HOSTNAME,
+        ERR_REASON_NOT_MATCH_1_17,
+        ERR_REASON_INVALID_NODE,
+        ERR_REASON_NODE_LABEL_NOT_MATCH,
+        ERR_REASON_VOLUME_ZONE,
+        ipa.ERR_REASON_AFFINITY_RULES_NOT_MATCH,
+        node_label.ERR_REASON_PRESENCE_VIOLATED,
+        node_unschedulable.ERR_REASON_UNSCHEDULABLE,
+        node_conditions.ERR_REASON_NOT_READY,
+        node_conditions.ERR_REASON_NETWORK_UNAVAILABLE,
+        node_conditions.ERR_REASON_MEMORY_PRESSURE,
+        node_conditions.ERR_REASON_DISK_PRESSURE,
+        node_conditions.ERR_REASON_PID_PRESSURE,
+        volume_binding.ERR_REASON_BIND_CONFLICT,
+        volume_binding.ERR_REASON_NODE_CONFLICT,
+        volume_binding.ERR_REASON_NOT_ENOUGH_SPACE,
+        volume_binding.ERR_REASON_PV_NOT_EXIST,
+        volume_binding.ERR_REASON_UNBOUND_IMMEDIATE,
+    }
+)
+
+# 1.20's TaintToleration reason names the taint: "node(s) had taint {k: v}, that the pod didn't tolerate".
+_TAINT_REASON = ("node(s) had taint {", "}, that the pod didn't tolerate")
+
+# Predicates whose per-pod state counts the pods of other nodes: re-run per candidate node
+# (1.20 updates their state through PreFilterExtensions AddPod/RemovePod instead).
+_POD_DEPENDENT = frozenset({"MatchInterPodAffinity", "EvenPodsSpread", "CheckServiceAffinity"})
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A node and the pods to evict there, most important first."""
+
+    node_name: str
+    victims: tuple[Pod, ...]
+    num_pdb_violations: int
+
+
+@dataclass(frozen=True, slots=True)
+class Preemption:
+    """The outcome: a node to nominate and its victims, or a `message` saying why not.
+
+    `clear_nomination` asks the caller to drop a nomination the pod holds (preemption cannot help).
+    """
+
+    node_name: str = ""
+    victims: tuple[Pod, ...] = ()
+    message: str = ""
+    clear_nomination: bool = False
+
+
+class PreemptionOutcome(FitError):
+    """No node fits, and what preemption did about it: its summary is the FailedScheduling
+    message, with preemption's message after "preemption: " when it has one."""
+
+    def __init__(self, error: FitError, preemption: Preemption) -> None:
+        self.error = error
+        self.preemption = preemption
+        super().__init__(error.pod, error.num_all_nodes, error.node_reasons, error.pod_error)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.error, self.preemption))
+
+    def summary(self) -> str:
+        message = self.error.summary()
+        extra = self.preemption.message
+        return f"{message} preemption: {extra}" if extra else message
+
+
+def attempt(
+    error: FitError,
+    snapshot: Snapshot,
+    predicates: Sequence[Predicate],
+    budgets: Sequence[DisruptionBudget] = (),
+    rng: random.Random | None = None,
+    nominated_node: str = "",
+) -> FitError:
+    """The PostFilter step after a failed cycle: `error` itself when preemption does not apply
+    (an extender failed, the pod is malformed, there are no nodes), else a PreemptionOutcome."""
+    if isinstance(error, ExtenderFailure) or error.pod_error is not None or not snapshot.nodes:
+        return error
+    found = preempt(error.pod, error, snapshot, predicates, budgets, rng, nominated_node)
+    return PreemptionOutcome(error, found)
+
+
+def preempt(
+    pod: Pod,
+    error: FitError,
+    snapshot: Snapshot,
+    predicates: Sequence[Predicate],
+    budgets: Sequence[DisruptionBudget] = (),
+    rng: random.Random | None = None,
+    nominated_node: str = "",
+) -> Preemption:
+    """DefaultPreemption.preempt: choose a node and the victims to evict there.
+
+    `nominated_node` is the node the pod was nominated to by an earlier preemption, if any.
+    """
+    if pod.preemption_policy == PREEMPT_NEVER:
+        return Preemption(message=MSG_PREEMPT_NEVER)
+    if nominated_node and _terminating_victims(pod, error, snapshot, nominated_node):
+        return Preemption(message=MSG_TERMINATING)
+    if not any(p.priority < pod.priority for n in snapshot.nodes for p in n.pods.values()):
+        # Nobody to evict anywhere (a cluster of one priority): the common case, made cheap.
+        return Preemption(clear_nomination=True)
+    states = _prefilter(pod, snapshot, predicates)
+    if states is None:  # a PreFilter rejects the pod everywhere: no node could ever take it
+        potential: list[NodeInfo] = []
+    else:
+        potential = nodes_where_preemption_might_help(snapshot.nodes, error.node_reasons)
+    helpful = {n.name for n in potential}
+    reasons: dict[str, tuple[str, ...]] = {
+        n.name: (ERR_REASON_NOT_HELPFUL,) for n in snapshot.nodes if n.name not in helpful
+    }
+    if not potential or states is None:
+        return Preemption(message=_no_room(pod, snapshot, reasons), clear_nomination=True)
+    candidates, failed = dry_run(
+        pod, snapshot, potential, predicates, states, budgets, rng or random.Random()
+    )
+    if not candidates:
+        reasons.update(failed)
+        return Preemption(message=_no_room(pod, snapshot, reasons), clear_nomination=True)
+    best = pick_one_node(candidates)
+    return Preemption(best.node_name, best.victims)
+
+
+def is_unresolvable(reasons: Iterable[str]) -> bool:
+    """A failure no eviction can fix (UnschedulableAndUnresolvable)."""
+    return any(
+        reason in UNRESOLVABLE_REASONS
+        or (reason.startswith(_TAINT_REASON[0]) and reason.endswith(_TAINT_REASON[1]))
+        for reason in reasons
+    )
+
+
+def nodes_where_preemption_might_help(
+    nodes: Sequence[NodeInfo], node_reasons: Mapping[str, Sequence[str]]
+) -> list[NodeInfo]:
+    """nodesWherePreemptionMightHelp: the nodes whose failures are all resolvable."""
+    return [n for n in nodes if not is_unresolvable(node_reasons.get(n.name, ()))]
+
+
+def num_candidates(num_nodes: int) -> int:
+    """calculateNumCandidates: 10 % of the nodes, at least 100, at most all."""
+    n = num_nodes * MIN_CANDIDATE_NODES_PERCENTAGE // 100
+    return min(max(n, MIN_CANDIDATE_NODES_ABSOLUTE), num_nodes)
+
+
+def dry_run(
+    pod: Pod,
+    snapshot: Snapshot,
+    potential: Sequence[NodeInfo],
+    predicates: Sequence[Predicate],
+    states: Sequence[Any],
+    budgets: Sequence[DisruptionBudget],
+    rng: random.Random,
+) -> tuple[list[Candidate], dict[str, tuple[str, ...]]]:
+    """dryRunPreemption: candidates not violating PDBs first; and why each other node failed.
+
+    Nodes are tried from a random offset; the search stops once a non-violating candidate is
+    among `num_candidates` found.
+    """
+    wanted = num_candidates(len(potential))
+    offset = rng.randrange(len(potential))
+    clean: list[Candidate] = []
+    violating: list[Candidate] = []
+    failed: dict[str, tuple[str, ...]] = {}
+    for i in range(len(potential)):
+        info = potential[(offset + i) % len(potential)]
+        found = select_victims_on_node(pod, info, snapshot, predicates, states, budgets)
+        if isinstance(found, Candidate):
+            group = clean if found.num_pdb_violations == 0 else violating
+            if len(group) < wanted:
+                group.append(found)
+            if clean and len(clean) + len(violating) >= wanted:
+                break
+        else:
+            failed[info.name] = found
+    return clean + violating, failed
+
+
+def select_victims_on_node(
+    pod: Pod,
+    info: NodeInfo,
+    snapshot: Snapshot,
+    predicates: Sequence[Predicate],
+    states: Sequence[Any],
+    budgets: Sequence[DisruptionBudget] = (),
+) -> Candidate | tuple[str, ...]:
+    """selectVictimsOnNode: the fewest lower-priority pods to evict from `info` so that `pod`
+    fits, or why no eviction makes it fit.
+
+    Removes every lower-priority pod; if the pod fits then, adds them back one by one (PDB
+    violators first, each group from the most important pod down) while it still fits.
+    """
+    potential = sorted((p for p in info.pods.values() if p.priority < pod.priority), key=importance)
+    if not potential:
+        return (ERR_REASON_NO_VICTIMS,)
+    node = _without(info, potential)
+    reasons = pod_fits(pod, node, snapshot, predicates, states)
+    if reasons:
+        return tuple(reasons)
+    violators, others = split_by_budget(potential, budgets)
+    victims: list[Pod] = []
+    num_violations = 0
+    for group, is_violating in ((violators, True), (others, False)):
+        for victim in group:
+            reprieved = node.with_pod(victim)
+            if pod_fits(pod, reprieved, snapshot, predicates, states):
+                victims.append(victim)
+                num_violations += is_violating
+            else:
+                node = reprieved
+    if not victims:  # it fits untouched: the failure came from elsewhere (1.22+ calls this an error)
+        return (ERR_REASON_NO_VICTIMS,)
+    return Candidate(info.name, tuple(sorted(victims, key=importance)), num_violations)
+
+
+def split_by_budget(pods: Sequence[Pod], budgets: Sequence[DisruptionBudget]) -> tuple[list[Pod], list[Pod]]:
+    """filterPodsWithPDBViolation: (pods whose eviction would exceed a budget, the others), order kept.
+
+    Each matching budget is charged once per pod not already in its disruptedPods.
+    """
+    allowed = [b.disruptions_allowed for b in budgets]
+    violating: list[Pod] = []
+    others: list[Pod] = []
+    for pod in pods:
+        violated = False
+        if pod.labels:
+            for i, budget in enumerate(budgets):
+                if not budget.matches(pod) or pod.name in budget.disrupted_pods:
+                    continue
+                allowed[i] -= 1
+                if allowed[i] < 0:
+                    violated = True
+        (violating if violated else others).append(pod)
+    return violating, others
+
+
+def pick_one_node(candidates: Sequence[Candidate]) -> Candidate:
+    """pickOneNodeForPreemption: fewest PDB violations, then the lowest highest-victim priority,
+    the smallest sum of priorities, the fewest victims, the latest start of the most important
+    victims; the first of any remaining tie.
+
+    1.20 takes the first victim as the highest-priority one, which it is not when a PDB violator
+    of lower priority comes first; here it is the highest priority among the victims.
+    """
+    return min(candidates, key=_rank)
+
+
+def importance(pod: Pod) -> tuple[int, float]:
+    """MoreImportantPod as a sort key: higher priority first, then the pod that started earlier.
+
+    The scheduler's view of a pod has no status.startTime; the creation time stands in for it.
+    """
+    return (-pod.priority, pod.created.timestamp())
+
+
+def pod_fits(
+    pod: Pod, node: NodeInfo, snapshot: Snapshot, predicates: Sequence[Predicate], states: Sequence[Any]
+) -> list[str]:
+    """PodPassesFiltersOnNode: why `pod` does not fit `node` (empty: it fits), given the per-pod
+    states `_prefilter` computed on the full snapshot."""
+    if node.node.parse_error is not None:
+        return [ERR_REASON_INVALID_NODE]
+    view: Snapshot | None = None
+    for predicate, state in zip(predicates, states, strict=True):
+        if state is SKIP:
+            continue
+        if predicate.name in _POD_DEPENDENT:
+            # Its state counted the pods `node` no longer (or again) holds: recount on this node.
+            view = view or _with_node(snapshot, node)
+            state = predicate.prefilter(pod, view)
+            if state is SKIP:
+                continue
+            if isinstance(state, Reject):
+                return list(state.reasons)
+        reasons = predicate.filter(pod, state, node)
+        if reasons:
+            return list(reasons)
+    return []
+
+
+# --- internals --------------------------------------------------------------------------------
+
+
+def _without(info: NodeInfo, pods: Sequence[Pod]) -> NodeInfo:
+    """`info` without `pods`: removed one by one, or the node rebuilt from the pods that stay,
+    whichever touches fewer pods (each step copies the node's pods)."""
+    if len(pods) * 2 <= len(info.pods):
+        for pod in pods:
+            info = info.without_pod(pod.uid)
+        return info
+    gone = {pod.uid for pod in pods}
+    rebuilt = NodeInfo(info.node)
+    for uid, pod in info.pods.items():
+        if uid not in gone:
+            rebuilt = rebuilt.with_pod(pod)
+    return rebuilt
+
+
+def _prefilter(pod: Pod, snapshot: Snapshot, predicates: Sequence[Predicate]) -> list[Any] | None:
+    states = []
+    for predicate in predicates:
+        state = predicate.prefilter(pod, snapshot)
+        if isinstance(state, Reject):
+            return None
+        states.append(state)
+    return states
+
+
+def _terminating_victims(pod: Pod, error: FitError, snapshot: Snapshot, node_name: str) -> bool:
+    """A lower-priority pod is still terminating on the nominated node, unless that node can no
+    longer take the pod at all (then it may preempt elsewhere)."""
+    if is_unresolvable(error.node_reasons.get(node_name, ())):
+        return False
+    info = snapshot.get(node_name)
+    return info is not None and any(p.deleting and p.priority < pod.priority for p in info.pods.values())
+
+
+def _no_room(pod: Pod, snapshot: Snapshot, reasons: Mapping[str, tuple[str, ...]]) -> str:
+    """The message when no candidate exists, in the shape of a FitError's."""
+    return FitError(pod, len(snapshot.nodes), reasons).summary()
+
+
+def _rank(candidate: Candidate) -> tuple[int, int, int, int, float]:
+    victims = candidate.victims
+    highest = max(v.priority for v in victims)
+    # Each priority shifted by 2^31 as 1.20 does, so that negative priorities still add up.
+    total = sum(v.priority + 2**31 for v in victims)
+    earliest = min(v.created.timestamp() for v in victims if v.priority == highest)
+    return (candidate.num_pdb_violations, highest, total, len(victims), -earliest)  # later start: better
+
+
+def _with_node(snapshot: Snapshot, node: NodeInfo) -> Snapshot:
+    nodes = list(snapshot.nodes)
+    nodes[snapshot.index[node.name]] = node
+    return Snapshot.of(nodes, snapshot.objects)
