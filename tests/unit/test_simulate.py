@@ -1,0 +1,206 @@
+"""`kubesched simulate` and snapshot files: the diff it prints, the order it places pods in, the seed,
+the file round trip, and the command line on a saved file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from kubesched.algorithm.policy import compile_policy, default_algorithm
+from kubesched.cli import main
+from kubesched.policies import policy_manifest
+from kubesched.simulate import SimulateError, parse_label_selector, simulate
+from kubesched.snapshotfile import ClusterState, SnapshotError, load, save
+from kubesched.testing import make_node, make_pod
+
+OWN = "kubesched"
+LEAST = compile_policy({"priorities": [{"name": "LeastRequestedPriority", "weight": 1}]})
+MOST = compile_policy({"priorities": [{"name": "MostRequestedPriority", "weight": 1}]})
+NO_SELECTOR = compile_policy({"predicates": [{"name": "PodFitsResources"}], "priorities": []})
+SERVICE = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "default"}}
+
+
+def state(*, bound: int = 0, pending: int = 6, extra: list[dict[str, Any]] | None = None) -> ClusterState:
+    """Three 4-cpu nodes, one of them half full, some bound pods of ours on the others, pending pods."""
+    nodes = [make_node(n, cpu="4", memory="8Gi") for n in ("a", "b", "c")]
+    pods = [make_pod("resident", cpu="2", memory="4Gi", node_name="a", scheduler_name="other")]
+    pods += [make_pod(f"bound-{i}", cpu="500m", node_name="bc"[i % 2]) for i in range(bound)]
+    pods += [make_pod(f"web-{i}", cpu="500m", memory="512Mi") for i in range(pending)]
+    pods += extra or []
+    return ClusterState(nodes, pods, {"Service": [SERVICE]}, [])
+
+
+def test_pending_pods_under_a_packing_candidate_move_and_the_spread_grows() -> None:
+    result = simulate(state(pending=4), MOST, LEAST, scheduler_name=OWN, seed=3)
+    assert len(result.placements) == 4
+    # Spreading keeps the half-full node `a` for last; packing fills it first.
+    assert all(p.current in ("b", "c") for p in result.placements)
+    assert {p.candidate for p in result.placements} == {"a"}
+    assert len(result.moved) == 4 and not result.newly_unschedulable
+    before, after = {s.resource: s for s in result.before}, {s.resource: s for s in result.after}
+    assert before["cpu"].mean == after["cpu"].mean == round((2 + 2) / 12, 4)
+    assert after["cpu"].stdev > before["cpu"].stdev and after["cpu"].high == 1.0
+
+
+def test_pods_becoming_schedulable_or_not_are_listed_with_the_reason() -> None:
+    picky = make_pod("picky", cpu="100m", node_selector={"disk": "ssd"})
+    result = simulate(state(pending=0, extra=[picky]), NO_SELECTOR, default_algorithm(), scheduler_name=OWN)
+    (placement,) = result.newly_schedulable
+    assert placement.pod == "default/picky" and placement.candidate in ("a", "b", "c")
+    assert placement.current_reason == "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity."
+    reverse = simulate(state(pending=0, extra=[picky]), default_algorithm(), NO_SELECTOR, scheduler_name=OWN)
+    (placement,) = reverse.newly_unschedulable
+    assert placement.candidate is None and "didn't match Pod's node affinity" in placement.candidate_reason
+    assert reverse.as_dict()["newlyUnschedulable"] == ["default/picky"]
+
+
+def test_pods_are_placed_in_queue_order_and_the_seed_alone_decides_ties() -> None:
+    extra = [make_pod("urgent", cpu="500m", priority=1000)]
+    equal = compile_policy({"priorities": [{"name": "EqualPriority", "weight": 1}]})
+    runs = {
+        seed: simulate(state(extra=extra), equal, equal, scheduler_name=OWN, seed=seed) for seed in range(6)
+    }
+    assert all(r.placements[0].pod == "default/urgent" for r in runs.values())
+    again = simulate(state(extra=extra), equal, equal, scheduler_name=OWN, seed=4)
+    assert again.placements == runs[4].placements and not again.moved  # same policy, same seed: no move
+    assert len({tuple(p.candidate for p in r.placements) for r in runs.values()}) > 1
+
+
+def test_replay_takes_bound_pods_off_their_nodes_and_places_them_again() -> None:
+    result = simulate(state(bound=4, pending=0), MOST, LEAST, scheduler_name=OWN, replay=True)
+    assert result.mode == "replay" and len(result.placements) == 4
+    assert [p.current for p in result.placements] == ["b", "c", "b", "c"]  # where they are
+    assert {p.candidate for p in result.placements} == {"a"}  # the half-full node packs them all
+    assert result.current_policy == "the placements in the cluster state"
+    assert dict((s.resource, s.mean) for s in result.before) == dict(
+        (s.resource, s.mean) for s in result.after
+    )
+
+
+def test_the_selector_and_namespace_pick_the_pods() -> None:
+    extra = [make_pod("api-0", labels={"app": "api"}, cpu="100m"), make_pod("x", "other-ns", cpu="100m")]
+    cluster = state(pending=2, extra=extra)
+    assert [p.pod for p in simulate(cluster, MOST, LEAST, scheduler_name=OWN).placements] == [
+        "default/web-0",
+        "default/web-1",
+        "default/api-0",
+        "other-ns/x",
+    ]
+    picked = simulate(cluster, MOST, LEAST, scheduler_name=OWN, selector=parse_label_selector("app in (api)"))
+    assert [p.pod for p in picked.placements] == ["default/api-0"]
+    scoped = simulate(cluster, MOST, LEAST, scheduler_name=OWN, namespace="other-ns")
+    assert [p.pod for p in scoped.placements] == ["other-ns/x"]
+
+
+@pytest.mark.parametrize(
+    ("selector", "labels", "matches"),
+    [
+        ("app=web", {"app": "web"}, True),
+        ("app==web,tier!=db", {"app": "web", "tier": "db"}, False),
+        ("env in (a, b),!legacy", {"env": "b"}, True),
+        ("env notin (a,b)", {"env": "b"}, False),
+        ("app", {}, False),
+        ("", {}, True),
+    ],
+)
+def test_label_selectors_in_kubectl_syntax(selector: str, labels: dict[str, str], matches: bool) -> None:
+    assert parse_label_selector(selector).matches(labels) is matches
+
+
+def test_a_malformed_selector_is_an_error() -> None:
+    with pytest.raises(SimulateError, match="cannot parse"):
+        parse_label_selector("app=(web")
+
+
+# --------------------------------------------------------------------------------- snapshot files
+
+
+def test_a_snapshot_file_round_trips_to_the_same_cluster_and_the_same_simulation(tmp_path: Path) -> None:
+    original = state(bound=2)
+    path = tmp_path / "snap.json"
+    save(original, str(path))
+    loaded = load(str(path))
+    assert loaded.nodes == original.nodes and loaded.pods == original.pods
+    assert loaded.objects == original.objects and loaded.policies == []
+    assert loaded.cache().snapshot().objects.services == {"default/web": SERVICE}
+    assert simulate(loaded, MOST, LEAST, scheduler_name=OWN, seed=2) == simulate(
+        original, MOST, LEAST, scheduler_name=OWN, seed=2
+    )
+    # managedFields are left out: bulk no scheduler reads.
+    noisy = state()
+    noisy.nodes[0]["metadata"]["managedFields"] = [{"manager": "kubelet"}]
+    assert "managedFields" not in noisy.document()["nodes"][0]["metadata"]
+
+
+@pytest.mark.parametrize(
+    ("document", "error"),
+    [
+        ({"kind": "Policy"}, 'not a ClusterSnapshot (no "kind": "ClusterSnapshot")'),
+        ({"kind": "ClusterSnapshot", "version": 9}, "format version 9 is not supported"),
+        ({"kind": "ClusterSnapshot", "version": 1, "nodes": {}}, "nodes: must be a list of objects"),
+        (
+            {"kind": "ClusterSnapshot", "version": 1, "objects": {"Secret": []}},
+            "objects: unknown kind(s) Secret",
+        ),
+    ],
+)
+def test_files_that_are_not_snapshots_are_refused_with_the_reason(
+    tmp_path: Path, document: dict[str, Any], error: str
+) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(SnapshotError) as caught:
+        load(str(path))
+    assert str(caught.value).startswith(f"{path}: {error}")
+
+
+# ----------------------------------------------------------------------------------- command line
+
+
+def test_simulate_reads_a_scheduler_policy_manifest_from_stdin_and_a_saved_snapshot(tmp_path: Path) -> None:
+    path = tmp_path / "snap.json"
+    save(state(pending=4), str(path))
+    manifest = policy_manifest({"priorities": [{"name": "MostRequestedPriority", "weight": 1}]}, "pack", OWN)
+    runner = CliRunner()
+    args = ["simulate", "--policy", "-", "--nodes-from", str(path), "-o", "json"]
+    outcome = runner.invoke(main, args, input=yaml.safe_dump(manifest))
+    assert outcome.exit_code == 0, outcome.output
+    result = json.loads(outcome.output)
+    assert result["currentPolicy"] == "built-in default (kube-scheduler 1.20)"
+    assert result["candidatePolicy"] == "standard input" and result["moved"] == 4
+    table = runner.invoke(main, args[:-2], input=yaml.safe_dump(manifest))
+    assert "moved: 4 of 4 (100.0%)" in table.output and "MOVED (4)" in table.output
+
+
+def test_simulate_explains_what_is_wrong_with_its_input(tmp_path: Path) -> None:
+    runner = CliRunner()
+    both = runner.invoke(main, ["simulate", "--policy", "-", "--nodes-from", "-"])
+    assert both.exit_code == 2 and "cannot both read standard input" in both.output
+    typo = {"kind": "Policy", "priorities": [{"name": "MostRequestedPriorty", "weight": 1}]}
+    path = tmp_path / "snap.json"
+    save(state(), str(path))
+    bad = runner.invoke(
+        main, ["simulate", "--policy", "-", "--nodes-from", str(path)], input=json.dumps(typo)
+    )
+    assert bad.exit_code == 1 and 'priorities[0].name: unknown priority "MostRequestedPriorty"' in bad.output
+    policy = tmp_path / "policy.json"
+    policy.write_text(json.dumps({"kind": "Policy"}))
+    missing = runner.invoke(
+        main, ["simulate", "--policy", str(policy), "--nodes-from", str(tmp_path / "none")]
+    )
+    assert missing.exit_code == 1 and f"{tmp_path / 'none'}: cannot read" in missing.output
+
+
+def test_explain_reads_a_saved_snapshot(tmp_path: Path) -> None:
+    path = tmp_path / "snap.json"
+    save(state(pending=1, extra=[make_pod("huge", cpu="64")]), str(path))
+    outcome = CliRunner().invoke(main, ["explain", "default/huge", "--snapshot", str(path), "-o", "json"])
+    assert outcome.exit_code == 0, outcome.output
+    assert json.loads(outcome.output)["message"] == "0/3 nodes are available: 3 Insufficient cpu."
+    absent = CliRunner().invoke(main, ["explain", "default/nope", "--snapshot", str(path)])
+    assert absent.exit_code == 1 and "pod default/nope is not in the snapshot" in absent.output
