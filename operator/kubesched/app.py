@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import signal
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import kopf
@@ -18,11 +18,15 @@ from kubesched.binder import Binder
 from kubesched.election import ElectionConfig, ElectionThread
 from kubesched.endpoints import Endpoints
 from kubesched.events import Recorder
+from kubesched.eviction import Evictor
 from kubesched.handlers import build_registry, operator_settings
 from kubesched.kube import TokenBucket, connection_info, load_configuration
 from kubesched.policies import PolicyStore
 from kubesched.policy_controller import PolicyController, PolicyStatusWriter
+from kubesched.queue import QueueSettings, SchedulingQueue
 from kubesched.scheduler import Scheduler, SchedulerSettings
+from kubesched.shadow import ShadowRunner
+from kubesched.shadow_reporter import DEFAULT_INTERVAL, ShadowReporter
 from kubesched.sync import initial_sync, sync_bound_pods
 
 log = structlog.get_logger("kubesched")
@@ -40,6 +44,8 @@ class RunOptions:
     metrics_port: int
     seed: int | None
     election: ElectionConfig | None = None  # None: --leader-elect=false, this process always schedules
+    shadow_status_interval: float = DEFAULT_INTERVAL
+    queue: QueueSettings = field(default_factory=QueueSettings)  # backoff and flush timings
 
 
 async def run_scheduler(options: RunOptions) -> None:
@@ -61,6 +67,7 @@ async def run_scheduler(options: RunOptions) -> None:
         is_leader = elector.is_leader if elector else _always
         limiter = TokenBucket(options.kube_api_qps, options.kube_api_burst)
         recorder = Recorder(api, options.scheduler_name, limiter)
+        evictor = Evictor(api, limiter, recorder, may_act=elector.is_leader if elector else None)
         scheduler = Scheduler(
             SchedulerSettings(
                 options.scheduler_name, options.batch_size, options.bind_concurrency, options.seed
@@ -68,12 +75,23 @@ async def run_scheduler(options: RunOptions) -> None:
             algorithm,
             Binder(api, limiter, may_bind=elector.is_leader if elector else None),
             recorder,
+            evictor=evictor,
+            queue=SchedulingQueue(options.queue),
         )
         # Policies before pods, so that the first cycle already runs the profiles they define.
+        shadows = ShadowRunner(options.seed)
+        scheduler.observe = shadows.observe
         policies = PolicyController(
-            PolicyStore(options.scheduler_name), scheduler, PolicyStatusWriter(api, is_leader)
+            PolicyStore(options.scheduler_name),
+            scheduler,
+            PolicyStatusWriter(api, is_leader),
+            shadows=shadows,
         )
         watched_policies = policies if await policies.load(api) else None
+        reporter = ShadowReporter(
+            shadows, policies.store, policies.writer, interval=options.shadow_status_interval
+        )
+        reporting = asyncio.create_task(reporter.run(), name="shadow-status")
         await initial_sync(api, scheduler)
         synced.set()
         kopf_stop: asyncio.Future[None] = loop.create_future()
@@ -120,9 +138,13 @@ async def run_scheduler(options: RunOptions) -> None:
         log.info("shutting_down")
         await scheduler.drain()
         await scheduler.stand_down()  # binds that outlived the grace: cancelled before the lease goes
+        reporting.cancel()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(reporter.flush(), 5.0)  # the last figures, while still leader
         if elector:
             await elector.release()
         await policies.close()
+        await evictor.close()  # before the recorder: an eviction posts its event there
         await recorder.close()
         for task in waiting:
             task.cancel()

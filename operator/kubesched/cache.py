@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from kubesched.model.disruption import DisruptionBudget, budget_from_dict
 from kubesched.model.nodeinfo import ClusterObjects, NodeInfo, Snapshot
 from kubesched.model.objects import Node, Pod
 from kubesched.model.table import NodeColumns, NodeUsage
@@ -41,6 +42,8 @@ class SchedulerCache:
         # changes, the usage updated pod by pod (None: rebuild on the next snapshot).
         self._columns: NodeColumns | None = None
         self._usage: NodeUsage | None = None
+        self._budgets: dict[str, DisruptionBudget] = {}  # PodDisruptionBudgets by ns/name, for preemption
+        self._frozen_budgets: tuple[DisruptionBudget, ...] | None = None
 
     # --- nodes ---------------------------------------------------------------------------------
 
@@ -117,6 +120,19 @@ class SchedulerCache:
         else:
             store[key] = obj
         self._frozen_objects = None
+
+    def set_budget(self, key: str, obj: Mapping[str, Any] | None) -> None:
+        """Record (or with None, drop) a PodDisruptionBudget of either API version."""
+        if obj is None:
+            self._budgets.pop(key, None)
+        else:
+            self._budgets[key] = budget_from_dict(obj)
+        self._frozen_budgets = None
+
+    def budgets(self) -> tuple[DisruptionBudget, ...]:
+        if self._frozen_budgets is None:
+            self._frozen_budgets = tuple(self._budgets.values())
+        return self._frozen_budgets
 
     # --- snapshots -----------------------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""The `kubesched` command, after kube-scheduler's: `run`, `version`."""
+"""The `kubesched` command, after kube-scheduler's: `run`, `version`; and `explain`, `simulate`,
+`snapshot save`, `policy convert`."""
 
 from __future__ import annotations
 
@@ -101,6 +102,27 @@ def version() -> None:
 @click.option(
     "--leader-elect-resource-name", default=None, help="Name of the Lease; default the --scheduler-name."
 )
+@click.option(
+    "--shadow-status-interval",
+    type=Duration(),
+    default="10s",
+    show_default=True,
+    help="How often the leader writes Shadow SchedulerPolicies' figures into their status.",
+)
+@click.option(
+    "--pod-initial-backoff",
+    type=Duration(),
+    default="1s",
+    show_default=True,
+    help="Backoff of a pod after its first failed attempt; it doubles with each attempt.",
+)
+@click.option(
+    "--pod-max-backoff",
+    type=Duration(),
+    default="10s",
+    show_default=True,
+    help="The longest backoff of a pod.",
+)
 @click.option("--log-format", type=click.Choice(["console", "json"]), default="console", show_default=True)
 @click.option(
     "--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info", show_default=True
@@ -121,6 +143,9 @@ def run(
     leader_elect_retry_period: float,
     leader_elect_resource_namespace: str | None,
     leader_elect_resource_name: str | None,
+    shadow_status_interval: float,
+    pod_initial_backoff: float,
+    pod_max_backoff: float,
     log_format: str,
     log_level: str,
 ) -> None:
@@ -135,8 +160,13 @@ def run(
             raise click.BadParameter(f"must be at least 1, got {val}", param_hint=name)
     if kube_api_qps < 0:
         raise click.BadParameter(f"must not be negative, got {kube_api_qps}", param_hint="--kube-api-qps")
+    if not 0 < pod_initial_backoff <= pod_max_backoff:
+        raise click.BadParameter(
+            "must be positive and at most --pod-max-backoff", param_hint="--pod-initial-backoff"
+        )
     from kubesched.app import RunOptions
     from kubesched.election import ElectionConfig, default_identity, default_namespace
+    from kubesched.queue import QueueSettings
 
     election = None
     if leader_elect:
@@ -162,6 +192,8 @@ def run(
         metrics_port,
         seed,
         election,
+        shadow_status_interval,
+        queue=QueueSettings(pod_initial_backoff, pod_max_backoff),
     )
     from kubesched.algorithm.policy import PolicyError
 
@@ -237,24 +269,207 @@ def convert(file: Path, name: str | None, scheduler_name: str | None, output: st
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="Legacy Policy file used when no SchedulerPolicy drives the profile; default the built-in default.",
 )
+@click.option(
+    "--snapshot",
+    "snapshot_file",
+    metavar="FILE",
+    default=None,
+    help="Read the cluster state from a file `kubesched snapshot save` wrote, instead of the API server.",
+)
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def explain(
-    pod: str, kubeconfig: str | None, scheduler_name: str | None, policy_config_file: Path | None, output: str
+    pod: str,
+    kubeconfig: str | None,
+    scheduler_name: str | None,
+    policy_config_file: Path | None,
+    snapshot_file: str | None,
+    output: str,
 ) -> None:
     """Show, for every node, which predicates reject POD and why, and how the others score.
 
-    Runs the policy against the live cluster state without binding anything.
+    Runs the policy against the live cluster state (or a saved one) without binding anything.
     """
     from kubesched.algorithm.policy import PolicyError
-    from kubesched.explain import PodNotFound, explain_live, render_json, render_table
+    from kubesched.explain import PodNotFound, explain_live, explain_snapshot, render_json, render_table
 
     namespace, _, name = pod.partition("/")
     if not name or not namespace:
         raise click.BadParameter(f"expected NAMESPACE/POD, got {pod!r}", param_hint="NAMESPACE/POD")
     try:
-        result = asyncio.run(explain_live(kubeconfig, namespace, name, scheduler_name, policy_config_file))
+        if snapshot_file is not None:
+            state = _load_snapshot(snapshot_file)
+            result = explain_snapshot(state, namespace, name, scheduler_name, policy_config_file)
+        else:
+            live = explain_live(kubeconfig, namespace, name, scheduler_name, policy_config_file)
+            result = asyncio.run(live)
     except PodNotFound as exc:
         raise click.ClickException(str(exc)) from exc
     except PolicyError as exc:
         raise click.ClickException(f"policy: {exc}") from exc
     click.echo(render_json(result) if output == "json" else render_table(result))
+
+
+def _load_snapshot(path: str) -> Any:
+    from kubesched.snapshotfile import SnapshotError, load
+
+    try:
+        return load(path)
+    except SnapshotError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+async def _read_live(kubeconfig: str | None) -> Any:
+    from kubernetes_asyncio import client
+
+    from kubesched.kube import load_configuration
+    from kubesched.snapshotfile import read_cluster
+
+    conf = await load_configuration(kubeconfig)
+    async with client.ApiClient(conf) as api:
+        return await read_cluster(api)
+
+
+@main.command()
+@click.option(
+    "--policy",
+    "policy_file",
+    required=True,
+    metavar="FILE",
+    help="The candidate: a SchedulerPolicy manifest or a legacy Policy file (JSON or YAML); - reads stdin.",
+)
+@click.option(
+    "--pods",
+    "selector",
+    default="",
+    metavar="SELECTOR",
+    help="Label selector (kubectl syntax) of the pods to place; default every one of the scheduler name.",
+)
+@click.option("-n", "--namespace", default=None, help="Only pods of this namespace.")
+@click.option(
+    "--nodes-from",
+    default="live",
+    show_default=True,
+    metavar="live|FILE",
+    help="The cluster state: the API server, or a file `kubesched snapshot save` wrote (- reads stdin).",
+)
+@click.option(
+    "--replay",
+    is_flag=True,
+    help="Take the bound pods off their nodes and place them again, instead of placing the pending ones.",
+)
+@click.option(
+    "--scheduler-name",
+    default=None,
+    help="Whose pods; default the manifest's spec.schedulerName, else kubesched.",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Seed for tie-breaking among equally good nodes, as `kubesched run --seed`.",
+)
+@click.option(
+    "--policy-config-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The current policy when no SchedulerPolicy drives the scheduler name (the scheduler's own "
+    "--policy-config-file); default the built-in default.",
+)
+@click.option(
+    "--kubeconfig", type=click.Path(dir_okay=False), help="Kubeconfig; default $KUBECONFIG or in-cluster."
+)
+@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def simulate(
+    policy_file: str,
+    selector: str,
+    namespace: str | None,
+    nodes_from: str,
+    replay: bool,
+    scheduler_name: str | None,
+    seed: int,
+    policy_config_file: Path | None,
+    kubeconfig: str | None,
+    output: str,
+) -> None:
+    """Place pods under a candidate policy, without binding, and show what would change.
+
+    By default the pending pods are placed under the policy in force and under the candidate, and
+    the two compared; with --replay the bound pods are placed again and compared with where they
+    are. Pods are taken in the scheduler's queue order, ties broken with --seed: a kubesched
+    started with that seed and policy on that cluster state binds them to the same nodes.
+    """
+    from kubesched.algorithm.policy import PolicyError
+    from kubesched.explain import algorithm_for
+    from kubesched.simulate import (
+        SimulateError,
+        parse_label_selector,
+        read_candidate,
+        render_json,
+        render_table,
+        simulate,
+    )
+    from kubesched.snapshotfile import STDIO
+
+    if policy_file in STDIO and nodes_from in STDIO:
+        raise click.UsageError("--policy and --nodes-from cannot both read standard input")
+    try:
+        pods = parse_label_selector(selector)
+    except SimulateError as exc:
+        raise click.BadParameter(str(exc), param_hint="--pods") from exc
+    try:
+        name, candidate = read_candidate(policy_file, scheduler_name or "kubesched")
+    except PolicyError as exc:
+        raise click.ClickException(f"--policy {exc}") from exc
+    name = scheduler_name or name
+    state = asyncio.run(_read_live(kubeconfig)) if nodes_from == "live" else _load_snapshot(nodes_from)
+    try:
+        current, source = algorithm_for(name, state.policies, policy_config_file)
+    except PolicyError as exc:
+        raise click.ClickException(f"current policy: {exc}") from exc
+    try:
+        result = simulate(
+            state,
+            candidate,
+            current,
+            scheduler_name=name,
+            selector=pods,
+            namespace=namespace,
+            replay=replay,
+            seed=seed,
+            candidate_policy="standard input" if policy_file in STDIO else policy_file,
+            current_policy=source,
+        )
+    finally:
+        for extender in (*candidate.extenders, *current.extenders):
+            extender.close()
+    click.echo(render_json(result) if output == "json" else render_table(result))
+
+
+@main.group()
+def snapshot() -> None:
+    """Cluster state files, to reproduce a decision offline (simulate, explain --snapshot)."""
+
+
+@snapshot.command("save")
+@click.argument("file")
+@click.option(
+    "--kubeconfig", type=click.Path(dir_okay=False), help="Kubeconfig; default $KUBECONFIG or in-cluster."
+)
+def snapshot_save(file: str, kubeconfig: str | None) -> None:
+    """Write the cluster state the scheduler sees (nodes, pods, the objects its plugins read,
+    SchedulerPolicies) to FILE as JSON; - writes to standard output."""
+    from kubesched.snapshotfile import STDIO, save
+
+    state = asyncio.run(_read_live(kubeconfig))
+    try:
+        save(state, file)
+    except OSError as exc:
+        raise click.ClickException(f"{file}: {exc}") from exc
+    if file not in STDIO:
+        pending = sum(1 for pod in state.pods if not (pod.get("spec") or {}).get("nodeName"))
+        others = sum(len(items) for items in state.objects.values())
+        click.echo(
+            f"saved {len(state.nodes)} node(s), {len(state.pods)} pod(s) ({pending} pending), "
+            f"{others} other object(s) and {len(state.policies or ())} SchedulerPolicy(ies) to {file}",
+            err=True,
+        )

@@ -9,9 +9,10 @@ all nodes are checked and scored (the scheduler stops at percentageOfNodesToScor
 large clusters, and normalises scores over the nodes it found), and nothing is chosen at random
 (ties are shown as ties).
 
-`load_cluster` fills a SchedulerCache from the API server the way the scheduler's start-up sync
-does, and `algorithm_for` finds the policy the scheduler would run for the pod: the active
-SchedulerPolicy for its scheduler name, else the policy file given, else the built-in default.
+The cluster state comes from the API server (snapshotfile.read_cluster, the scheduler's start-up
+LISTs) or from a file `kubesched snapshot save` wrote; `algorithm_for` finds the policy the
+scheduler would run for the pod: the active SchedulerPolicy for its scheduler name, else the
+policy file given, else the built-in default.
 """
 
 from __future__ import annotations
@@ -29,12 +30,10 @@ from kubesched.algorithm.framework import SKIP, Reject
 from kubesched.algorithm.generic import Algorithm, FitError, priority_scores
 from kubesched.algorithm.policy import compile_policy, default_algorithm, load_policy_file
 from kubesched.algorithm.predicates.node_validity import ERR_REASON_INVALID_NODE
-from kubesched.cache import SchedulerCache
-from kubesched.handlers import NON_TERMINAL_PODS, WATCHED_OBJECTS
 from kubesched.kube import request
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
-from kubesched.model.objects import Pod, node_from_dict, pod_from_dict
-from kubesched.sync import collection_path, list_all
+from kubesched.model.objects import Pod, pod_from_dict
+from kubesched.snapshotfile import ClusterState, read_cluster
 
 EXTENDERS = "extenders"
 
@@ -262,21 +261,6 @@ def render_table(explanation: Explanation) -> str:
 # ------------------------------------------------------------------------------ cluster state
 
 
-async def load_cluster(api: client.ApiClient, cache: SchedulerCache) -> None:
-    """The start-up sync's LISTs, straight into `cache`: objects, nodes, then bound pods."""
-    for group, version, plural, kind in WATCHED_OBJECTS:
-        for obj in await list_all(api, collection_path(group, version, plural)):
-            meta = obj.get("metadata") or {}
-            key = f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta.get("name", "")
-            cache.set_object(kind, key, obj)
-    for raw in await list_all(api, "/api/v1/nodes"):
-        cache.set_node(node_from_dict(raw))
-    for raw in await list_all(api, "/api/v1/pods", fieldSelector=NON_TERMINAL_PODS):
-        pod = pod_from_dict(raw)
-        if pod.node_name and pod.uid:
-            cache.set_pod(pod)
-
-
 async def get_pod(api: client.ApiClient, namespace: str, name: str) -> dict[str, Any] | None:
     status, body = await request(api, "GET", f"/api/v1/namespaces/{namespace}/pods/{name}", timeout=30)
     if status == 404:
@@ -284,18 +268,6 @@ async def get_pod(api: client.ApiClient, namespace: str, name: str) -> dict[str,
     if status >= 300:
         raise RuntimeError(f"reading pod {namespace}/{name} failed: {status} {body}")
     return dict(body)
-
-
-async def scheduler_policies(api: client.ApiClient) -> list[Mapping[str, Any]] | None:
-    """Every SchedulerPolicy, or None when their CRD is not installed."""
-    from kubesched.policies import API_GROUP, API_VERSION, PLURAL
-
-    status, body = await request(api, "GET", f"/apis/{API_GROUP}/{API_VERSION}/{PLURAL}", timeout=30)
-    if status in (403, 404):
-        return None  # no CRD, or no right to read them: the file or the default it is
-    if status >= 300:
-        raise RuntimeError(f"listing SchedulerPolicies failed: {status} {body}")
-    return list(body.get("items") or [])
 
 
 def algorithm_for(
@@ -331,13 +303,28 @@ async def explain_live(
         raw = await get_pod(api, namespace, name)
         if raw is None:
             raise PodNotFound(f"pod {namespace}/{name} not found")
-        pod = pod_from_dict(raw)
-        name_used = scheduler_name or pod.scheduler_name
-        algorithm, source = algorithm_for(name_used, await scheduler_policies(api), policy_file)
-        cache = SchedulerCache()
-        await load_cluster(api, cache)
-    if cache.has_pod(pod.uid):
-        cache.remove_pod(pod.uid)  # a bound pod must not count against the nodes it is judged on
+        state = await read_cluster(api)
+    return explain_in_state(state, raw, scheduler_name, policy_file)
+
+
+def explain_snapshot(
+    state: ClusterState, namespace: str, name: str, scheduler_name: str | None, policy_file: Path | None
+) -> Explanation:
+    """Explain a pod of a saved snapshot, against the cluster state and policies it holds."""
+    raw = state.pod(namespace, name)
+    if raw is None:
+        raise PodNotFound(f"pod {namespace}/{name} is not in the snapshot")
+    return explain_in_state(state, raw, scheduler_name, policy_file)
+
+
+def explain_in_state(
+    state: ClusterState, raw: Mapping[str, Any], scheduler_name: str | None, policy_file: Path | None
+) -> Explanation:
+    pod = pod_from_dict(raw)
+    name_used = scheduler_name or pod.scheduler_name
+    algorithm, source = algorithm_for(name_used, state.policies, policy_file)
+    # A bound pod must not count against the nodes it is judged on.
+    cache = state.cache(leave_out=frozenset({pod.uid}))
     try:
         return explain(algorithm, pod, cache.snapshot(), scheduler_name=name_used, policy=source)
     finally:

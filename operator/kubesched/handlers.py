@@ -32,6 +32,10 @@ WATCHED_OBJECTS = (
     ("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim"),
     ("storage.k8s.io", "v1", "storageclasses", "StorageClass"),
     ("storage.k8s.io", "v1", "csinodes", "CSINode"),
+    # For preemption. Kubernetes 1.20 serves only v1beta1, 1.25+ only v1: each watch whose API is
+    # missing is skipped (Kopf warns once at start-up), and one PDB seen through both is one entry.
+    ("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget"),
+    ("policy", "v1beta1", "poddisruptionbudgets", "PodDisruptionBudget"),
 )
 
 

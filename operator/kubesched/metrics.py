@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge, Histogram
+from collections.abc import Callable, Iterable, Mapping
+
+from prometheus_client import REGISTRY, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
 
 SCHEDULE_ATTEMPTS = Counter(
     "scheduler_schedule_attempts_total",
@@ -21,10 +26,50 @@ POD_SCHEDULING_DURATION = Histogram(
     ["attempts"],
     buckets=(0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 60, 120, 300),
 )
-PENDING_PODS = Gauge("scheduler_pending_pods", "Number of pending pods, by the queue type.", ["queue"])
+
+
+class PendingPods(Collector):
+    """scheduler_pending_pods{queue}, read from the queue at scrape time, so that it stays true while
+    the loop sleeps and pods come and go (the scrape runs on the event loop, which owns the queue)."""
+
+    def __init__(self) -> None:
+        self._source: Callable[[], Mapping[str, int]] | None = None
+
+    def track(self, source: Callable[[], Mapping[str, int]]) -> None:
+        self._source = source
+
+    def collect(self) -> Iterable[Metric]:
+        family = GaugeMetricFamily(
+            "scheduler_pending_pods", "Number of pending pods, by the queue type.", labels=["queue"]
+        )
+        if self._source is not None:
+            for queue, count in self._source().items():
+                family.add_metric([queue], count)
+        yield family
+
+
+PENDING_PODS = PendingPods()
+REGISTRY.register(PENDING_PODS)
+PREEMPTION_ATTEMPTS = Counter(
+    "scheduler_preemption_attempts_total", "Total preemption attempts in the cluster till now."
+)
+PREEMPTION_VICTIMS = Histogram(
+    "scheduler_preemption_victims", "Number of selected preemption victims.", buckets=(1, 2, 4, 8, 16, 32, 64)
+)
 BINDS = Counter("kubesched_binds_total", "Binding requests by outcome.", ["outcome"])
 LEADER_STATUS = Gauge(
     "leader_election_master_status",
     "Whether this process is the leader of the lease `name` (1) or a follower (0).",
     ["name"],
+)
+SHADOW_EVALUATIONS = Counter(
+    "kubesched_shadow_evaluations_total",
+    "Pods a Shadow policy evaluated beside the active one, by how its decision compared.",
+    ["policy", "verdict"],
+)
+SHADOW_EVALUATION_DURATION = Histogram(
+    "kubesched_shadow_evaluation_seconds",
+    "Time a Shadow policy took per pod (the cost of shadowing, spent in the scheduling executor).",
+    ["policy"],
+    buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1),
 )

@@ -16,6 +16,9 @@ The rules:
 - Per scheduler name, the oldest policy (creationTimestamp, then name) that has an accepted
   generation is active; the others say `Active=False`, reason `Superseded`. A policy that never
   had a valid generation drives nothing.
+- A policy with `spec.mode: Shadow` takes no part in that contest: it never drives its scheduler
+  name, it is evaluated beside whatever does (`shadows()`, see shadow.py) and says `Active=False`,
+  reason `Shadow`. Its `status.shadow` figures are written by the shadow reporter and kept here.
 """
 
 from __future__ import annotations
@@ -33,6 +36,14 @@ API_VERSION: Final = "v1alpha1"
 PLURAL: Final = "schedulerpolicies"
 KIND: Final = "SchedulerPolicy"
 SCHEDULER_NAME_FIELD: Final = "schedulerName"
+MODE_FIELD: Final = "mode"
+SHADOW_FIELD: Final = "shadow"
+ACTIVE_MODE: Final = "Active"
+SHADOW_MODE: Final = "Shadow"
+# Every sampled pod is one more scheduling run; 1.0 because shadowing is a deliberate, temporary
+# trial, most often on a modest profile, where figures from every pod converge fastest and the
+# cost is measured in status; `spec.shadow.sampleRate` bounds it on a busy one.
+DEFAULT_SAMPLE_RATE: Final = 1.0
 
 ACCEPTED: Final = "Accepted"
 ACTIVE: Final = "Active"
@@ -43,6 +54,7 @@ IN_FORCE: Final = "InForce"
 PREVIOUS_GENERATION_IN_FORCE: Final = "PreviousGenerationInForce"
 SUPERSEDED: Final = "Superseded"
 NOT_ACCEPTED: Final = "NotAccepted"
+SHADOW: Final = "Shadow"
 
 _LEGACY_HEADER: Final = ("kind", "apiVersion")
 _DNS_SUBDOMAIN: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
@@ -61,6 +73,14 @@ class PolicyObject:
 
 
 @dataclass(frozen=True, slots=True)
+class PolicyMode:
+    """`spec.mode` and `spec.shadow`: whether a policy drives its scheduler or only shadows it."""
+
+    shadow: bool = False
+    sample_rate: float = DEFAULT_SAMPLE_RATE  # share of the active policy's pods a shadow evaluates
+
+
+@dataclass(frozen=True, slots=True)
 class AcceptedGeneration:
     """A compiled, valid generation of a policy: what drives a profile when its policy is active."""
 
@@ -69,6 +89,7 @@ class AcceptedGeneration:
     spec: Mapping[str, Any]
     scheduler_name: str
     algorithm: Algorithm
+    mode: PolicyMode = PolicyMode()
 
 
 @dataclass(slots=True)
@@ -91,11 +112,31 @@ def parse_policy(raw: Mapping[str, Any]) -> PolicyObject:
     )
 
 
+def policy_mode(spec: Mapping[str, Any]) -> PolicyMode:
+    """`spec.mode` (absent: Active) and `spec.shadow`; raises PolicyError with a `spec.` field path."""
+    mode = spec.get(MODE_FIELD)
+    if mode is not None and mode not in (ACTIVE_MODE, SHADOW_MODE):
+        raise PolicyError(f"spec.{MODE_FIELD}", f'must be "{ACTIVE_MODE}" or "{SHADOW_MODE}", got {mode!r}')
+    settings = spec.get(SHADOW_FIELD)
+    if settings is None:
+        settings = {}
+    if not isinstance(settings, Mapping):
+        raise PolicyError(f"spec.{SHADOW_FIELD}", f"must be an object, got {settings!r}")
+    for key in settings:
+        if key != "sampleRate":
+            raise PolicyError(f"spec.{SHADOW_FIELD}.{key}", "unknown field")
+    rate = settings.get("sampleRate", DEFAULT_SAMPLE_RATE)
+    if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 <= rate <= 1:
+        raise PolicyError(f"spec.{SHADOW_FIELD}.sampleRate", f"must be a number in [0, 1], got {rate!r}")
+    return PolicyMode(mode == SHADOW_MODE, float(rate))
+
+
 def compile_spec(spec: Any, default_scheduler_name: str) -> tuple[str, Algorithm]:
     """The scheduler name a spec drives and its algorithm; raises PolicyError with a `spec.` field path."""
     if not isinstance(spec, Mapping):
         raise PolicyError("spec", f"must be an object, got {type(spec).__name__}")
-    body = dict(spec)
+    policy_mode(spec)
+    body = {k: v for k, v in spec.items() if k not in (MODE_FIELD, SHADOW_FIELD)}
     scheduler_name = body.pop(SCHEDULER_NAME_FIELD, None)
     if scheduler_name is None:
         scheduler_name = default_scheduler_name
@@ -190,7 +231,8 @@ class PolicyStore:
             previous = old.accepted if old is not None else None
             self._entries[obj.name] = _Entry(obj, exc, self._accepted_from_status(obj, previous))
             return exc
-        accepted = AcceptedGeneration(obj.name, obj.generation, obj.spec, scheduler_name, algorithm)
+        mode = policy_mode(obj.spec)
+        accepted = AcceptedGeneration(obj.name, obj.generation, obj.spec, scheduler_name, algorithm, mode)
         self._entries[obj.name] = _Entry(obj, None, accepted)
         return None
 
@@ -233,6 +275,20 @@ class PolicyStore:
         """scheduler name -> algorithm, for every scheduler name some policy drives."""
         return {name: accepted.algorithm for name, accepted in self.active().items()}
 
+    def shadows(self) -> dict[str, tuple[AcceptedGeneration, ...]]:
+        """scheduler name -> the accepted Shadow generations evaluated beside it, by policy name."""
+        found: dict[str, list[AcceptedGeneration]] = {}
+        for name in sorted(self._entries):
+            accepted = self._entries[name].accepted
+            if accepted is not None and accepted.mode.shadow:
+                found.setdefault(accepted.scheduler_name, []).append(accepted)
+        return {name: tuple(generations) for name, generations in found.items()}
+
+    def get(self, name: str) -> PolicyObject | None:
+        """Policy `name` as last seen (its status included); None if unknown."""
+        entry = self._entries.get(name)
+        return entry.obj if entry is not None else None
+
     def desired_status(self, name: str, now: str) -> dict[str, Any]:
         """The status policy `name` should show; `now` stamps transitions (RFC 3339)."""
         return self._desired_status(self._entries[name], self._winners(), now)
@@ -263,12 +319,12 @@ class PolicyStore:
             scheduler_name, algorithm = compile_spec(spec, self.default_scheduler_name)
         except PolicyError:
             return known  # e.g. written by a version that knew a priority this one does not
-        return AcceptedGeneration(obj.name, generation, spec, scheduler_name, algorithm)
+        return AcceptedGeneration(obj.name, generation, spec, scheduler_name, algorithm, policy_mode(spec))
 
     def _winners(self) -> dict[str, _Entry]:
         winners: dict[str, _Entry] = {}
         for entry in sorted(self._entries.values(), key=lambda e: (e.obj.created, e.obj.name)):
-            if entry.accepted is not None:
+            if entry.accepted is not None and not entry.accepted.mode.shadow:
                 winners.setdefault(entry.accepted.scheduler_name, entry)
         return winners
 
@@ -291,6 +347,11 @@ class PolicyStore:
         winner = winners.get(scheduler_name)
         if accepted is None:
             active_condition = ("False", NOT_ACCEPTED, "no valid generation to put in force (see Accepted)")
+        elif accepted.mode.shadow:
+            active_condition = ("False", SHADOW, self._shadow_message(accepted, obj.generation, winner))
+            figures = obj.status.get(SHADOW_FIELD)
+            if isinstance(figures, Mapping):
+                status[SHADOW_FIELD] = figures  # the shadow reporter's to write
         elif winner is entry:
             drives = f'generation {accepted.generation} drives scheduler "{scheduler_name}"'
             if accepted.generation == obj.generation:
@@ -313,6 +374,19 @@ class PolicyStore:
             _condition(obj, ACTIVE, *active_condition, now),
         ]
         return status
+
+    def _shadow_message(self, accepted: AcceptedGeneration, current: int, winner: _Entry | None) -> str:
+        name = accepted.scheduler_name
+        if winner is not None:
+            beside = f'beside SchedulerPolicy "{winner.obj.name}"'
+        elif name == self.default_scheduler_name:
+            beside = "beside the base algorithm"
+        else:
+            beside = "but nothing drives that scheduler name, so no pod is evaluated"
+        message = f'generation {accepted.generation} shadows scheduler "{name}" {beside}; it never binds'
+        if accepted.generation != current:
+            message += f"; generation {current} was rejected (see Accepted)"
+        return message
 
 
 def _condition_status(status: Mapping[str, Any], kind: str) -> str | None:
@@ -351,6 +425,7 @@ __all__ = [
     "KIND",
     "PLURAL",
     "AcceptedGeneration",
+    "PolicyMode",
     "PolicyObject",
     "PolicyStore",
     "compile_spec",
@@ -358,4 +433,5 @@ __all__ = [
     "merge_patch",
     "parse_policy",
     "policy_manifest",
+    "policy_mode",
 ]

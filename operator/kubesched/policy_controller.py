@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import structlog
 from kubernetes_asyncio import client
@@ -24,6 +24,9 @@ from kubesched.kube import request
 from kubesched.policies import API_GROUP, API_VERSION, KIND, PLURAL, AcceptedGeneration, PolicyStore
 from kubesched.scheduler import Scheduler
 from kubesched.sync import list_all
+
+if TYPE_CHECKING:
+    from kubesched.shadow import ShadowRunner
 
 log = structlog.get_logger(__name__)
 
@@ -66,8 +69,10 @@ class PolicyController:
         scheduler: Scheduler,
         writer: PolicyStatusWriter,
         clock: Callable[[], str] = now_rfc3339,
+        shadows: ShadowRunner | None = None,
     ) -> None:
         self.store = store
+        self.shadows = shadows  # told which Shadow policies to run beside which algorithms
         self._scheduler = scheduler
         self.writer = writer
         self._clock = clock
@@ -128,6 +133,8 @@ class PolicyController:
                 )
         self._active = active
         self._scheduler.set_profiles({name: accepted.algorithm for name, accepted in active.items()})
+        if self.shadows is not None:
+            self.shadows.update(self.store.shadows(), active, self._scheduler.profiles)
 
     async def sync_statuses(self) -> None:
         """Write every status that differs from what it should be (leader only); retried on failure."""

@@ -15,6 +15,7 @@ leave the queue and stay pending, untouched: no scheduler of ours serves them an
 from __future__ import annotations
 
 import asyncio
+import functools
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -25,18 +26,25 @@ from typing import Any
 import structlog
 
 from kubesched import metrics
+from kubesched.algorithm import preemption
 from kubesched.algorithm.generic import Algorithm, FitError, ScheduleResult
+from kubesched.algorithm.preemption import Preemption, PreemptionOutcome
 from kubesched.binder import Binder, BindOutcome
 from kubesched.cache import OBJECT_KINDS, SchedulerCache
 from kubesched.events import NORMAL, SCHEDULED, Recorder, scheduled_message
+from kubesched.eviction import Evictor
+from kubesched.model.disruption import DisruptionBudget
 from kubesched.model.nodeinfo import Snapshot
 from kubesched.model.objects import Node, Pod, node_from_dict, pod_from_dict
+from kubesched.nominator import Nominator, with_nominated
 from kubesched.queue import QueuedPod, SchedulingQueue
 
 log = structlog.get_logger(__name__)
 
 Outcome = ScheduleResult | FitError | Exception
 TERMINAL_PHASES = ("Succeeded", "Failed")
+# Called after each decision with the pod, its algorithm, the snapshot and start index it saw (shadows).
+Observer = Callable[[Pod, Algorithm, Snapshot, int, Outcome], None]
 # Objects whose change may help an unschedulable pod (1.20's PvAdd, StorageClassAdd, CSINodeAdd...).
 _MOVING_KINDS = ("PersistentVolume", "PersistentVolumeClaim", "Service", "StorageClass", "CSINode")
 
@@ -55,26 +63,49 @@ def schedule_batch(
     snapshot: Snapshot,
     rng: random.Random,
     start: int,
+    observe: Observer | None = None,
+    *,
+    nominated: Mapping[str, tuple[Pod, str]] | None = None,
+    budgets: Sequence[DisruptionBudget] = (),
 ) -> tuple[list[Outcome], int]:
     """Schedule pods one after another, each with its profile's algorithm and each decision applied
     to the snapshot the next one sees.
 
     Runs in the executor. A bug hit by one pod is returned as its outcome, not raised, so the
-    other pods of the batch and the loop carry on.
+    other pods of the batch and the loop carry on. `observe` sees every decision with the very
+    snapshot it was made on (shadow policies); it must not raise.
+
+    Each pod sees the pods `nominated` to nodes with a priority >= its own in their place; a
+    pod no node fits may preempt (`budgets`: the PodDisruptionBudgets), and is then nominated
+    for the next pods of the batch too.
     """
     outcomes: list[Outcome] = []
+    nominated = dict(nominated or {})
     for pod in pods:
+        view = with_nominated(snapshot, pod, nominated) if nominated else snapshot
+        seen, began = view, start
+        algorithm = profiles[pod.scheduler_name]
         try:
-            result = profiles[pod.scheduler_name].schedule(pod, snapshot, rng, start)
+            result = algorithm.schedule(pod, view, rng, start)
         except FitError as exc:
+            try:
+                nominee = nominated.get(pod.uid, (pod, pod.nominated_node_name))[1]
+                outcome = preemption.attempt(exc, view, algorithm.predicates, budgets, rng, nominee)
+            except Exception as bug:
+                outcomes.append(bug)
+            else:
+                if isinstance(outcome, PreemptionOutcome) and outcome.preemption.node_name:
+                    nominated[pod.uid] = (pod, outcome.preemption.node_name)
+                outcomes.append(outcome)
+        except Exception as exc:  # a bug
             outcomes.append(exc)
-            continue
-        except Exception as exc:
-            outcomes.append(exc)
-            continue
-        start = result.next_start_index
-        snapshot = snapshot.with_pod_on(pod, result.node_name)
-        outcomes.append(result)
+        else:
+            nominated.pop(pod.uid, None)
+            start = result.next_start_index
+            snapshot = snapshot.with_pod_on(pod, result.node_name)
+            outcomes.append(result)
+        if observe is not None:
+            observe(pod, profiles[pod.scheduler_name], seen, began, outcomes[-1])
     return outcomes, start
 
 
@@ -89,6 +120,7 @@ class Scheduler:
         cache: SchedulerCache | None = None,
         queue: SchedulingQueue | None = None,
         executor: Executor | None = None,
+        evictor: Evictor | None = None,
     ) -> None:
         self.settings = settings
         self.base_algorithm = algorithm
@@ -97,7 +129,7 @@ class Scheduler:
         # picks up its pods at once (their watch events came while they were not ours).
         self._unbound: dict[str, Pod] = {}
         self.cache = cache or SchedulerCache()
-        self.queue = queue or SchedulingQueue()
+        self.queue = queue if queue is not None else SchedulingQueue()  # an empty queue is falsy
         self._binder = binder
         self._recorder = recorder
         self._executor = executor or ThreadPoolExecutor(max_workers=1, thread_name_prefix="algorithm")
@@ -108,6 +140,10 @@ class Scheduler:
         self._term_lock = asyncio.Lock()
         self._stopping = False  # shutdown: binds not yet sent are not sent
         self._log = log.bind(profile=settings.name)
+        self.observe: Observer | None = None  # shadow policies, fed every decision (leader only)
+        self.nominator = Nominator()  # pods nominated to a node by preemption
+        self._evictor = evictor  # None: preemption decides, but nothing is deleted or patched
+        metrics.PENDING_PODS.track(self.queue.counts)
 
     # --- cluster events (called by the watch handlers) -------------------------------------------
 
@@ -118,10 +154,13 @@ class Scheduler:
         if event_type == "DELETED" or pod.phase in TERMINAL_PHASES:
             self._unbound.pop(pod.uid, None)
             self.queue.delete(pod.uid)
+            self.nominator.remove(pod.uid)
             if self.cache.has_pod(pod.uid):
                 self.cache.remove_pod(pod.uid)
                 self.queue.move_all("AssignedPodDelete")
             return
+        if pod.node_name or pod.deleting:
+            self.nominator.remove(pod.uid)
         if pod.node_name:
             self._unbound.pop(pod.uid, None)
             self.queue.delete(pod.uid)
@@ -135,6 +174,7 @@ class Scheduler:
         if pod.scheduler_name in self._profiles and not self.cache.is_assumed(pod.uid):
             # An assumed pod is bound or being bound; its watch event just has not caught up.
             self.queue.add(pod)
+            self.nominator.update(pod)
 
     def on_node(self, event_type: str | None, raw: Mapping[str, Any]) -> None:
         node = node_from_dict(raw)
@@ -151,6 +191,9 @@ class Scheduler:
     def on_object(self, kind: str, event_type: str | None, raw: Mapping[str, Any]) -> None:
         meta = raw.get("metadata") or {}
         key = f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta.get("name", "")
+        if kind == "PodDisruptionBudget":
+            self.cache.set_budget(key, None if event_type == "DELETED" else raw)
+            return
         self.cache.set_object(kind, key, None if event_type == "DELETED" else raw)
         if event_type != "DELETED" and kind in _MOVING_KINDS:
             self.queue.move_all(f"{kind}Change")
@@ -200,17 +243,21 @@ class Scheduler:
             profiles = self._profiles  # a policy reload swaps them between batches, never within one
             outcomes, self._start_index = await loop.run_in_executor(
                 self._executor,
-                schedule_batch,
+                functools.partial(
+                    schedule_batch,
+                    nominated=self.nominator.entries() if self.nominator else None,
+                    budgets=self.cache.budgets(),
+                ),
                 profiles,
                 [entry.pod for entry in batch],
                 snapshot,
                 self._rng,
                 self._start_index,
+                self.observe,
             )
             per_pod = (time.perf_counter() - started) / len(batch)
             for entry, outcome in zip(batch, outcomes, strict=True):
                 self._apply(entry, outcome, per_pod)
-            self._update_gauges()
 
     async def drain(self, grace: float = 10.0) -> None:
         """Stop taking pods and let the binds in flight finish."""
@@ -259,6 +306,7 @@ class Scheduler:
                 self.queue.backoff(entry)
                 return
             self.cache.assume(pod, outcome.node_name)
+            self.nominator.remove(pod.uid)
             metrics.SCHEDULE_ATTEMPTS.labels("scheduled", profile).inc()
             metrics.ATTEMPT_DURATION.labels("scheduled", profile).observe(duration)
             task = asyncio.create_task(self._bind(entry, outcome.node_name))
@@ -272,6 +320,8 @@ class Scheduler:
             self._log.info(
                 "pod_unschedulable", pod=pod.key, profile=profile, attempts=entry.attempts, reason=message
             )
+            if isinstance(outcome, PreemptionOutcome):
+                self._carry_out(pod, outcome.preemption)
         else:
             message = f"internal error while scheduling: {outcome!r}"
             metrics.SCHEDULE_ATTEMPTS.labels("error", profile).inc()
@@ -330,9 +380,31 @@ class Scheduler:
             self._log.info("bind_dropped", pod=pod.key, node=node_name, outcome=outcome.value, reason=reason)
             self.queue.done(entry)
 
-    def _update_gauges(self) -> None:
-        for name, count in self.queue.counts().items():
-            metrics.PENDING_PODS.labels(name).set(count)
+    def _carry_out(self, pod: Pod, result: Preemption) -> None:
+        """Nominate the node and evict the victims (PrepareCandidate), or drop a nomination that
+        no longer helps."""
+        metrics.PREEMPTION_ATTEMPTS.inc()
+        node = result.node_name
+        if not node:
+            dropped = result.clear_nomination and (self.nominator.remove(pod.uid) or pod.nominated_node_name)
+            if dropped and self._evictor is not None:
+                self._evictor.nominate(pod, "")
+            return
+        metrics.PREEMPTION_VICTIMS.observe(len(result.victims))
+        self._log.info("pod_preempting", pod=pod.key, node=node, victims=[v.key for v in result.victims])
+        # Lower-priority pods nominated there may no longer fit: they look again.
+        lower = [p for p in self.nominator.pods_on(node) if p.priority < pod.priority and p.uid != pod.uid]
+        for other in lower:
+            self.nominator.remove(other.uid)
+        self.nominator.add(pod, node)
+        if self._evictor is None:
+            return
+        for victim in result.victims:
+            if not victim.deleting:  # one already terminating needs no second delete, nor event
+                self._evictor.evict(victim, pod, node)
+        for other in lower:
+            self._evictor.nominate(other, "")
+        self._evictor.nominate(pod, node)
 
 
 def _scheduling_properties_changed(old: Node, new: Node) -> bool:

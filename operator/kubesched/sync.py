@@ -30,12 +30,18 @@ async def list_all(api: client.ApiClient, path: str, **query: str) -> list[dict[
         if token:
             params.append(("continue", token))
         status, body = await request(api, "GET", path, query=params, timeout=60)
+        if status == 404 and not items:
+            raise NotServed(f"{path} is not served by this API server")
         if status >= 300:
             raise RuntimeError(f"listing {path} failed: {status} {body}")
         items.extend(body.get("items") or [])
         token = (body.get("metadata") or {}).get("continue") or ""
         if not token:
             return items
+
+
+class NotServed(RuntimeError):
+    """The API server does not serve this resource (e.g. policy/v1 on Kubernetes 1.20)."""
 
 
 def collection_path(group: str, version: str, plural: str) -> str:
@@ -52,7 +58,11 @@ async def initial_sync(api: client.ApiClient, scheduler: Scheduler) -> dict[str,
         counts[name] = len(objects)
 
     for group, version, plural, kind in WATCHED_OBJECTS:
-        await feed(collection_path(group, version, plural), _object_handler(scheduler, kind), plural)
+        path = collection_path(group, version, plural)
+        try:
+            await feed(path, _object_handler(scheduler, kind), plural)
+        except NotServed:
+            log.info("api_not_served", path=path)
     # Nodes before pods, so bound pods land on known nodes rather than in the orphan list.
     await feed("/api/v1/nodes", lambda o: scheduler.on_node(None, o), "nodes")
     await feed("/api/v1/pods", lambda o: scheduler.on_pod(None, o), "pods", fieldSelector=NON_TERMINAL_PODS)

@@ -8,6 +8,7 @@ after pod on the same evolving snapshot, and every decision must be identical: t
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import replace
 from typing import Any
@@ -33,6 +34,17 @@ TAINTS = (
     {"key": "dedicated", "value": "db", "effect": "NoSchedule"},
     {"key": "spot", "value": "yes", "effect": "PreferNoSchedule"},
     {"key": "drain", "value": "", "effect": "NoExecute"},
+)
+
+IMAGES = ("example.com/web:1", "example.com/db:2")
+SIZES = (30 * 2**20, 300 * 2**20, 2 * 2**30)
+PREFER_AVOID_PODS_ANNOTATION = "scheduler.alpha.kubernetes.io/preferAvoidPods"
+AVOID_RS = json.dumps(
+    {
+        "preferAvoidPods": [
+            {"podSignature": {"podController": {"kind": "ReplicaSet", "uid": "rs-1", "name": "rs"}}}
+        ]
+    }
 )
 
 POLICIES = {
@@ -63,17 +75,22 @@ def nodes(draw: st.DrawFn) -> list[dict[str, Any]]:
             labels[ZONE] = draw(st.sampled_from(ZONES))
         if draw(st.booleans()):
             labels["disk"] = draw(st.sampled_from(DISKS))
-        made.append(
-            make_node(
-                f"n{i}",
-                cpu=draw(st.sampled_from(["0", "500m", "1", "2", "4"])),
-                memory=draw(st.sampled_from(["0", "512Mi", "1Gi", "4Gi"])),
-                pods=draw(st.sampled_from(["0", "1", "3", "110"])),
-                labels=labels,
-                taints=draw(st.lists(st.sampled_from(TAINTS), max_size=2, unique_by=lambda t: t["key"])),
-                unschedulable=draw(st.booleans()) and draw(st.booleans()),
-            )
+        node = make_node(
+            f"n{i}",
+            cpu=draw(st.sampled_from(["0", "500m", "1", "2", "4"])),
+            memory=draw(st.sampled_from(["0", "512Mi", "1Gi", "4Gi"])),
+            pods=draw(st.sampled_from(["0", "1", "3", "110"])),
+            labels=labels,
+            taints=draw(st.lists(st.sampled_from(TAINTS), max_size=2, unique_by=lambda t: t["key"])),
+            unschedulable=draw(st.booleans()) and draw(st.booleans()),
         )
+        images = draw(st.lists(st.sampled_from(IMAGES), max_size=2, unique=True))
+        node["status"]["images"] = [
+            {"names": [image], "sizeBytes": draw(st.sampled_from(SIZES))} for image in images
+        ]
+        if draw(st.integers(0, 4)) == 0:
+            node["metadata"]["annotations"] = {PREFER_AVOID_PODS_ANNOTATION: AVOID_RS}
+        made.append(node)
     return made
 
 
@@ -99,18 +116,56 @@ def pods(draw: st.DrawFn, count: int) -> list[dict[str, Any]]:
         tolerations = draw(
             st.sampled_from([None, [{"key": "dedicated", "operator": "Exists"}], [{"operator": "Exists"}]])
         )
-        made.append(
-            make_pod(
-                f"p{i}",
-                "ns",
-                cpu=draw(st.sampled_from([None, "100m", "500m", "1", "3"])),
-                memory=draw(st.sampled_from([None, "128Mi", "1Gi", "3Gi"])),
-                labels={"app": draw(st.sampled_from(["web", "db", "batch"]))},
-                node_selector=selector,
-                tolerations=tolerations,
-                affinity=affinity,
+        if draw(st.integers(0, 3)) == 0:
+            weight = draw(st.sampled_from([1, 50, 100]))
+            term = {
+                "matchExpressions": [
+                    {"key": "disk", "operator": "In", "values": [draw(st.sampled_from(DISKS))]}
+                ]
+            }
+            affinity = {**(affinity or {})}
+            node_affinity = {**affinity.get("nodeAffinity", {})}
+            zone_term = {"matchExpressions": [{"key": ZONE, "operator": "In", "values": ["a"]}]}
+            node_affinity["preferredDuringSchedulingIgnoredDuringExecution"] = [
+                {"weight": weight, "preference": term},
+                {"weight": 30, "preference": zone_term},
+            ]
+            affinity["nodeAffinity"] = node_affinity
+        if draw(st.integers(0, 3)) == 0:
+            kind = draw(st.sampled_from(["podAffinity", "podAntiAffinity"]))
+            pod_term = {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": ZONE}
+            rule = (
+                {"requiredDuringSchedulingIgnoredDuringExecution": [pod_term]}
+                if draw(st.booleans())
+                else {
+                    "preferredDuringSchedulingIgnoredDuringExecution": [
+                        {"weight": 10, "podAffinityTerm": pod_term}
+                    ]
+                }
             )
+            affinity = {**(affinity or {}), kind: rule}
+        pod = make_pod(
+            f"p{i}",
+            "ns",
+            cpu=draw(st.sampled_from([None, "100m", "500m", "1", "3"])),
+            memory=draw(st.sampled_from([None, "128Mi", "1Gi", "3Gi"])),
+            labels={"app": draw(st.sampled_from(["web", "db", "batch"]))},
+            node_selector=selector,
+            tolerations=tolerations,
+            affinity=affinity,
         )
+        pod["spec"]["containers"][0]["image"] = draw(st.sampled_from(IMAGES))
+        if draw(st.booleans()):
+            pod["metadata"]["ownerReferences"] = [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "name": "rs",
+                    "uid": "rs-1",
+                    "controller": True,
+                }
+            ]
+        made.append(pod)
     return made
 
 

@@ -369,6 +369,10 @@ class _Rows(Sequence[NodeInfo]):
     def __len__(self) -> int:
         return len(self._rows)
 
+    def __iter__(self) -> Iterator[NodeInfo]:
+        nodes = self._nodes
+        return (nodes[r] for r in self._rows)
+
     @overload
     def __getitem__(self, i: int) -> NodeInfo: ...
     @overload

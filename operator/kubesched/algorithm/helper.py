@@ -6,9 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import numpy as np
+
 from kubesched.model.nodeinfo import ClusterObjects
 from kubesched.model.objects import Pod
 from kubesched.model.selectors import EVERYTHING, LabelSelector, Requirement, SelectorError
+from kubesched.model.table import IntArray
 
 
 def in_namespace(objects: Mapping[str, Mapping[str, Any]], namespace: str) -> Iterator[Mapping[str, Any]]:
@@ -91,3 +94,12 @@ def go_div(a: int, b: int) -> int:
     """Go's integer division, which truncates toward zero (Python's // floors)."""
     q = abs(a) // abs(b)
     return q if (a >= 0) == (b > 0) else -q
+
+
+def default_normalize_array(scores: IntArray, max_priority: int, reverse: bool) -> IntArray:
+    """`default_normalize` over an array."""
+    max_count = int(scores.max()) if len(scores) else 0
+    if max_count <= 0:
+        return np.full(len(scores), max_priority, dtype=np.int64) if reverse else scores
+    scaled: IntArray = max_priority * scores // max_count
+    return max_priority - scaled if reverse else scaled

@@ -48,6 +48,7 @@ class NodeColumns:
     taint_sets: tuple[tuple[Taint, ...], ...]
     _codes: dict[str, tuple[npt.NDArray[np.int32], tuple[str, ...]]] = field(default_factory=dict)
     _masks: dict[Hashable, BoolArray] = field(default_factory=dict)
+    _images: dict[Hashable, tuple[npt.NDArray[np.float64], BoolArray]] = field(default_factory=dict)
 
     @classmethod
     def build(cls, nodes: Sequence[Node]) -> NodeColumns | None:
@@ -92,6 +93,26 @@ class NodeColumns:
                 len(self.nodes),
             )
             found = self._codes[key] = (codes, tuple(values))
+        return found
+
+    def image_sizes(self, image: str) -> tuple[npt.NDArray[np.float64], BoolArray]:
+        """Each node's size of `image` (as float64, as the score uses it) and where it has it."""
+        memo = ("image", image)
+        found = self._images.get(memo)
+        if found is None:
+            sizes = [n.images.get(image) for n in self.nodes]
+            present = np.array([s is not None for s in sizes], dtype=np.bool_)
+            values = np.array([float(s or 0) for s in sizes], dtype=np.float64)
+            found = self._images[memo] = (values, present)
+        return found
+
+    def annotated(self, key: str) -> BoolArray:
+        """The nodes carrying annotation `key`."""
+        memo = ("annotation", key)
+        found = self._masks.get(memo)
+        if found is None:
+            found = np.array([bool(n.annotations.get(key)) for n in self.nodes], dtype=np.bool_)
+            self._masks[memo] = found
         return found
 
     def has_label(self, key: str) -> BoolArray:

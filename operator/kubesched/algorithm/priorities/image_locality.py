@@ -8,9 +8,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from kubesched.algorithm.framework import MAX_NODE_SCORE, Priority
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
+from kubesched.model.table import IntArray, NodeTable
 
 MB = 1024 * 1024
 MIN_THRESHOLD = 23 * MB
@@ -51,3 +54,17 @@ class ImageLocalityPriority(Priority):
             if size is not None:
                 total += int(float(size) * spread[image])
         return calculate_priority(total, containers)
+
+    def score_nodes(
+        self, pod: Pod, snapshot: Snapshot, table: NodeTable, rows: IntArray, nodes: Sequence[NodeInfo]
+    ) -> IntArray | None:
+        images, spread, containers = self.prescore(pod, snapshot, nodes)
+        totals = np.zeros(len(rows), dtype=np.int64)
+        for image in images:
+            sizes, present = table.columns.image_sizes(image)
+            # int(float(size) * spread) per image, then summed, as `score` does.
+            totals += np.where(present[rows], (sizes[rows] * spread[image]).astype(np.int64), 0)
+        max_threshold = MAX_CONTAINER_THRESHOLD * containers
+        clipped = np.minimum(np.maximum(totals, MIN_THRESHOLD), max_threshold)
+        scores: IntArray = MAX_NODE_SCORE * (clipped - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)
+        return scores

@@ -14,10 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from kubesched.algorithm.framework import MAX_NODE_SCORE, PluginSettings, Priority
 from kubesched.model.affinity import AffinityTerm, PodAffinity, WeightedAffinityTerm, parse_pod_affinity
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
+from kubesched.model.table import IntArray, NodeTable
 
 TopologyScore = dict[str, dict[str, int]]
 
@@ -108,3 +111,25 @@ class InterPodAffinityPriority(Priority):
             if diff > 0:
                 f_score = float(MAX_NODE_SCORE) * (float(score - min_count) / float(diff))
             scores[i] = int(f_score)
+
+    def score_nodes(
+        self, pod: Pod, snapshot: Snapshot, table: NodeTable, rows: IntArray, nodes: Sequence[NodeInfo]
+    ) -> IntArray | None:
+        state = self.prescore(pod, snapshot, nodes)
+        totals = np.zeros(len(rows), dtype=np.int64)
+        if not state:
+            return totals
+        for key, by_value in state.items():
+            codes, values = table.columns.label_codes(key)
+            # Index -1 (no such label) reads the trailing 0.
+            lookup = np.array([by_value.get(v, 0) for v in values] + [0], dtype=np.int64)
+            totals += lookup[codes[rows]]
+        max_count = max(0, int(totals.max()))
+        min_count = min(0, int(totals.min()))
+        diff = max_count - min_count
+        if diff <= 0:
+            return np.zeros(len(rows), dtype=np.int64)
+        scaled: IntArray = (
+            float(MAX_NODE_SCORE) * ((totals - min_count).astype(np.float64) / float(diff))
+        ).astype(np.int64)
+        return scaled

@@ -5,14 +5,17 @@ node. Terms of weight 0 or without any expression are ignored; so is a term that
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from kubesched.algorithm.framework import MAX_NODE_SCORE, Priority
-from kubesched.algorithm.helper import default_normalize
+from kubesched.algorithm.helper import default_normalize, default_normalize_array
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
 from kubesched.model.selectors import NodeSelectorTerm
+from kubesched.model.table import IntArray, NodeTable
 
 
 def preferred_terms(pod: Pod) -> tuple[tuple[NodeSelectorTerm, int], ...]:
@@ -52,3 +55,19 @@ class NodeAffinityPriority(Priority):
 
     def normalize(self, pod: Pod, state: Any, nodes: Sequence[NodeInfo], scores: list[int]) -> None:
         default_normalize(scores, MAX_NODE_SCORE, reverse=False)
+
+    def score_nodes(
+        self, pod: Pod, snapshot: Snapshot, table: NodeTable, rows: IntArray, nodes: Sequence[NodeInfo]
+    ) -> IntArray | None:
+        totals = np.zeros(len(rows), dtype=np.int64)
+        for term, weight in preferred_terms(pod):
+            if term.fields:
+                return None  # matchFields read node names: per node
+            keys = sorted({r.key for r in term.labels.requirements} if term.labels is not None else set())
+            matching = table.columns.match_labels(keys, _label_matcher(term), term)
+            totals += np.where(matching[rows], weight, 0)
+        return default_normalize_array(totals, MAX_NODE_SCORE, reverse=False)
+
+
+def _label_matcher(term: NodeSelectorTerm) -> Callable[[Mapping[str, str]], bool]:
+    return lambda labels: term.matches(labels, "")

@@ -10,9 +10,12 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from kubesched.algorithm.framework import MAX_NODE_SCORE, Priority
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
+from kubesched.model.table import IntArray, NodeTable
 
 PREFER_AVOID_PODS_ANNOTATION = "scheduler.alpha.kubernetes.io/preferAvoidPods"
 _AVOIDED_KINDS = ("ReplicationController", "ReplicaSet")
@@ -53,3 +56,15 @@ class NodePreferAvoidPodsPriority(Priority):
         if annotation and state in avoided_controllers(annotation):
             return 0
         return MAX_NODE_SCORE
+
+    def score_nodes(
+        self, pod: Pod, snapshot: Snapshot, table: NodeTable, rows: IntArray, nodes: Sequence[NodeInfo]
+    ) -> IntArray | None:
+        state = self.prescore(pod, snapshot, nodes)
+        scores = np.full(len(rows), MAX_NODE_SCORE, dtype=np.int64)
+        if state is None:
+            return scores
+        annotated = table.columns.annotated(PREFER_AVOID_PODS_ANNOTATION)[rows]
+        for position in np.flatnonzero(annotated).tolist():
+            scores[position] = self.score(pod, state, snapshot.nodes[int(rows[position])])
+        return scores

@@ -7,10 +7,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from kubesched.algorithm.framework import MAX_NODE_SCORE, Priority
-from kubesched.algorithm.helper import default_normalize
+from kubesched.algorithm.helper import default_normalize, default_normalize_array
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
+from kubesched.model.table import IntArray, NodeTable
 
 PREFER_NO_SCHEDULE = "PreferNoSchedule"
 
@@ -32,3 +35,21 @@ class TaintTolerationPriority(Priority):
 
     def normalize(self, pod: Pod, state: Any, nodes: Sequence[NodeInfo], scores: list[int]) -> None:
         default_normalize(scores, MAX_NODE_SCORE, reverse=True)
+
+    def score_nodes(
+        self, pod: Pod, snapshot: Snapshot, table: NodeTable, rows: IntArray, nodes: Sequence[NodeInfo]
+    ) -> IntArray | None:
+        tolerations = self.prescore(pod, snapshot, nodes)
+        # One count per distinct set of taints.
+        counts = np.array(
+            [
+                sum(
+                    1
+                    for t in taints
+                    if t.effect == PREFER_NO_SCHEDULE and not any(x.tolerates(t) for x in tolerations)
+                )
+                for taints in table.columns.taint_sets
+            ],
+            dtype=np.int64,
+        )
+        return default_normalize_array(counts[table.columns.taint_set[rows]], MAX_NODE_SCORE, reverse=True)
