@@ -18,6 +18,7 @@ METRICS: tuple[tuple[str, str, str, bool], ...] = (
     ("cpu_s_per_1000_pods", "CPU s/1k pods", "{:.2f}", False),
     ("peak_rss_mib", "peak RSS MiB", "{:.0f}", False),
     ("first_bind_s", "1st bind s", "{:.1f}", False),
+    ("loop_lag_max_ms", "max loop lag ms", "{:.0f}", False),
 )
 CONTEXT_METRICS = ("apiserver_cpu_s", "etcd_cpu_s", "other_cpu_s", "other_cores", "harness_cpu_s", "window_s")
 # A run during which the rest of the machine used more than this many cores is "noisy": someone

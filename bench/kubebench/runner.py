@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import numpy as np
 from kubernetes_asyncio import client
 
@@ -40,6 +41,7 @@ FIGURES = (
     "latency_max_ms",
     "cpu_s_per_1000_pods",
     "peak_rss_mib",
+    "loop_lag_max_ms",
 )
 
 # Statuses of a run; only "ok" runs give figures.
@@ -185,6 +187,9 @@ async def run_once(ctx: Context, scenario: Scenario, kind: str, repeat: int, ind
             sampler.sample()
         busy = machine_busy_seconds() - busy0
         harness_cpu = self_cpu_seconds() - self0
+        lag = await _loop_lag_max(process.argv)
+        if lag is not None:
+            record["loop_lag_max_ms"] = round(lag * 1000, 1)
         record["exit_code"] = process.stop(ctx.limits.stop_grace)
         if pacer is not None and pacer.done() and not pacer.cancelled() and pacer.exception():
             status, detail = ERROR, f"creating pods failed: {pacer.exception()!r}"
@@ -433,3 +438,22 @@ def progress_printer(stream: Any = sys.stderr, every: float = 5.0) -> Callable[[
             stream.flush()
 
     return show
+
+
+async def _loop_lag_max(argv: list[str]) -> float | None:
+    """kubesched's longest event loop lag of the run, from its /metrics (None for the others)."""
+    if "--metrics-port" not in argv:
+        return None
+    port = argv[argv.index("--metrics-port") + 1]
+    try:
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as session,
+            session.get(f"http://127.0.0.1:{port}/metrics") as response,
+        ):
+            text = await response.text()
+    except (aiohttp.ClientError, TimeoutError):
+        return None
+    for line in text.splitlines():
+        if line.startswith("kubesched_event_loop_lag_max_seconds "):
+            return float(line.split()[1])
+    return None

@@ -126,7 +126,7 @@ class SchedulerConfig:
                 "--policy-config-file", str(self.policy_file),
                 "--kube-api-qps", f"{qps:g}",
                 "--kube-api-burst", str(burst),
-                "--metrics-port", "0",
+                "--metrics-port", str(free_port()),  # the harness reads the event loop's lag there
                 "--log-level", "warning",
                 *self.kubesched_flags.leader_elect,
                 *self.kubesched_flags.score_all_nodes,
