@@ -45,7 +45,8 @@ test-integration: venv k8s
 test: venv k8s lint
 	$(BIN)/pytest tests -q -m "not slow" --durations=15 $(PYTEST_ARGS)
 
-# Everything, the long variants marked `slow` included (failover with kube-scheduler's 15/10/2 s timings).
+# Everything, the long variants marked `slow` included (failover with kube-scheduler's 15/10/2 s timings,
+# the fault-injection suite at full size: tests/e2e/test_faults.py; -s prints its FAULT lines).
 test-reliability: venv k8s
 	$(BIN)/pytest tests -q --durations=15 $(PYTEST_ARGS)
 

@@ -6,11 +6,14 @@ line ({"verb": ..., "body": ...}). The behaviour (JSON) says, per verb, what to 
 
   {"filter": {"reject": {"node": "reason"}, "error": "", "status": 200, "delay": 0.0},
    "prioritize": {"scores": {"node": 10}, "status": 200, "delay": 0.0},
-   "bind": {"error": "", "status": 200}}
+   "bind": {"error": "", "status": 200},
+   "preempt": {"drop": ["node"], "max_victims": 1, "status": 200, "delay": 0.0}}
 
 Rejected nodes go to FailedNodes; the others are returned as NodeNames (nodeCacheCapable
-requests) or as the Nodes list. With --api-server/--token/--ca-file, the bind verb really binds
-the pod through the API server's binding subresource.
+requests) or as the Nodes list. The preempt verb answers every candidate node but the dropped
+ones, each with its victims' UIDs (the first `max_victims` of them, when set). With
+--api-server/--token/--ca-file, the bind verb really binds the pod through the API server's
+binding subresource.
 """
 
 from __future__ import annotations
@@ -58,6 +61,8 @@ class Extender(BaseHTTPRequestHandler):
             self._reply(200, self._prioritize(body, config))
         elif verb == "bind":
             self._reply(200, self._bind(body, config))
+        elif verb == "preempt":
+            self._reply(200, self._preempt(body, config))
         else:
             self._reply(404, {"error": f"unknown verb {verb}"})
 
@@ -81,6 +86,23 @@ class Extender(BaseHTTPRequestHandler):
     def _prioritize(self, body: dict[str, Any], config: dict[str, Any]) -> list[dict[str, Any]]:
         scores: dict[str, int] = config.get("scores") or {}
         return [{"Host": n, "Score": scores.get(n, 0)} for n in self._names(body)]
+
+    def _preempt(self, body: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+        # NodeNameToMetaVictims (nodeCacheCapable) carries UIDs, NodeNameToVictims whole pods.
+        meta = body.get("NodeNameToMetaVictims")
+        candidates = meta if meta is not None else body.get("NodeNameToVictims") or {}
+        drop = set(config.get("drop") or ())
+        limit = config.get("max_victims")
+        answer: dict[str, Any] = {}
+        for node, victims in candidates.items():
+            if node in drop:
+                continue
+            pods = victims.get("Pods") or []
+            uids = [p["UID"] if meta is not None else p["metadata"]["uid"] for p in pods]
+            if limit is not None:
+                uids = uids[: int(limit)]
+            answer[node] = {"Pods": [{"UID": u} for u in uids], "NumPDBViolations": 0}
+        return {"NodeNameToMetaVictims": answer}
 
     def _bind(self, body: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
         if config.get("error"):

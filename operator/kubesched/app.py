@@ -21,13 +21,14 @@ from kubesched.events import Recorder
 from kubesched.eviction import Evictor
 from kubesched.handlers import build_registry, operator_settings
 from kubesched.kube import TokenBucket, connection_info, load_configuration
+from kubesched.looplag import LoopLagMonitor, freeze_long_lived, tune_gc
 from kubesched.policies import PolicyStore
 from kubesched.policy_controller import PolicyController, PolicyStatusWriter
 from kubesched.queue import QueueSettings, SchedulingQueue
 from kubesched.scheduler import Scheduler, SchedulerSettings
 from kubesched.shadow import ShadowRunner
 from kubesched.shadow_reporter import DEFAULT_INTERVAL, ShadowReporter
-from kubesched.sync import initial_sync, sync_bound_pods
+from kubesched.sync import initial_sync, keep_reconciling, sync_bound_pods
 
 log = structlog.get_logger("kubesched")
 
@@ -46,6 +47,7 @@ class RunOptions:
     election: ElectionConfig | None = None  # None: --leader-elect=false, this process always schedules
     shadow_status_interval: float = DEFAULT_INTERVAL
     queue: QueueSettings = field(default_factory=QueueSettings)  # backoff and flush timings
+    reconcile_interval: float = 60.0  # seconds between cache reconciliations with a listing (0: never)
 
 
 async def run_scheduler(options: RunOptions) -> None:
@@ -62,6 +64,9 @@ async def run_scheduler(options: RunOptions) -> None:
     endpoints = Endpoints(ready=synced.is_set)
     if options.metrics_port:
         await endpoints.start(options.metrics_port)
+    tune_gc()
+    lag = LoopLagMonitor()
+    lagging = asyncio.create_task(lag.run(), name="loop-lag")
     async with client.ApiClient(conf) as api:
         elector = ElectionThread(conf, options.election) if options.election else None
         is_leader = elector.is_leader if elector else _always
@@ -78,6 +83,7 @@ async def run_scheduler(options: RunOptions) -> None:
             evictor=evictor,
             queue=SchedulingQueue(options.queue),
         )
+        endpoints.cache_view = scheduler.cache.describe
         # Policies before pods, so that the first cycle already runs the profiles they define.
         shadows = ShadowRunner(options.seed)
         scheduler.observe = shadows.observe
@@ -93,7 +99,12 @@ async def run_scheduler(options: RunOptions) -> None:
         )
         reporting = asyncio.create_task(reporter.run(), name="shadow-status")
         await initial_sync(api, scheduler)
+        freeze_long_lived()
         synced.set()
+        # A re-list after a watch gap sends no DELETED for what vanished meanwhile: see reconcile.py.
+        reconciling = asyncio.create_task(
+            keep_reconciling(api, scheduler, options.reconcile_interval), name="cache-reconcile"
+        )
         kopf_stop: asyncio.Future[None] = loop.create_future()
         kopf_ready = asyncio.Event()
         operator = asyncio.create_task(
@@ -139,6 +150,9 @@ async def run_scheduler(options: RunOptions) -> None:
         await scheduler.drain()
         await scheduler.stand_down()  # binds that outlived the grace: cancelled before the lease goes
         reporting.cancel()
+        lagging.cancel()
+        log.info("event_loop_lag", worst_seconds=round(lag.worst, 3))
+        reconciling.cancel()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(reporter.flush(), 5.0)  # the last figures, while still leader
         if elector:

@@ -13,6 +13,7 @@ from kubernetes_asyncio import client
 
 from kubesched.kube import TokenBucket, request
 from kubesched.model.objects import Pod
+from kubesched.volumebinder import PodVolumes, VolumeBindingError, VolumeWriter
 
 
 class BindOutcome(enum.Enum):
@@ -80,6 +81,17 @@ class Binder:
         if status == 404:
             return BindResult(BindOutcome.GONE, str(message), sent_at)
         return BindResult(BindOutcome.FAILED, f"{status}: {message}", sent_at)
+
+    async def bind_volumes(
+        self, pod: Pod, volumes: PodVolumes, abandoned: Callable[[], bool] = lambda: False
+    ) -> str | None:
+        """PreBind: write the bindings of the pod's volumes (kubesched.volumebinder); why it failed."""
+        writer = VolumeWriter(self._api, self._limiter, self._timeout, self._may_bind)
+        try:
+            await writer.bind_pod_volumes(pod, volumes, abandoned)
+        except VolumeBindingError as exc:
+            return str(exc)
+        return None
 
     async def _bind_with_extender(self, pod: Pod, node_name: str, extender: ExtenderBinder) -> BindResult:
         await self._limiter.acquire()

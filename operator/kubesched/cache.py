@@ -121,6 +121,9 @@ class SchedulerCache:
             store[key] = obj
         self._frozen_objects = None
 
+    def get_object(self, kind: str, key: str) -> Mapping[str, Any] | None:
+        return self._objects[OBJECT_KINDS[kind]].get(key)
+
     def set_budget(self, key: str, obj: Mapping[str, Any] | None) -> None:
         """Record (or with None, drop) a PodDisruptionBudget of either API version."""
         if obj is None:
@@ -147,6 +150,21 @@ class SchedulerCache:
         return Snapshot(
             tuple(self._nodes), self._frozen_objects, self._index, columns=self._columns or False, usage=usage
         )
+
+    def describe(self) -> dict[str, Any]:
+        """What the cache holds, for /debug/cache: per node its requested resources and pod uids."""
+        return {
+            "nodes": {
+                n.name: {
+                    "milli_cpu": n.requested.milli_cpu,
+                    "memory": n.requested.memory,
+                    "pods": sorted(n.pods),
+                }
+                for n in self._nodes
+            },
+            "orphans": {name: sorted(pods) for name, pods in self._orphans.items()},
+            "assumed": sorted(self._assumed),
+        }
 
     def node_info(self, name: str) -> NodeInfo | None:
         i = self._index.get(name)

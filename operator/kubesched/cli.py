@@ -123,6 +123,13 @@ def version() -> None:
     show_default=True,
     help="The longest backoff of a pod.",
 )
+@click.option(
+    "--cache-reconcile-interval",
+    type=Duration(),
+    default="60s",
+    show_default=True,
+    help="How often the cache is compared with a fresh listing of nodes and pods (0: never).",
+)
 @click.option("--log-format", type=click.Choice(["console", "json"]), default="console", show_default=True)
 @click.option(
     "--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info", show_default=True
@@ -146,6 +153,7 @@ def run(
     shadow_status_interval: float,
     pod_initial_backoff: float,
     pod_max_backoff: float,
+    cache_reconcile_interval: float,
     log_format: str,
     log_level: str,
 ) -> None:
@@ -194,6 +202,7 @@ def run(
         election,
         shadow_status_interval,
         queue=QueueSettings(pod_initial_backoff, pod_max_backoff),
+        reconcile_interval=cache_reconcile_interval,
     )
     from kubesched.algorithm.policy import PolicyError
 

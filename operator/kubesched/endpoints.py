@@ -1,4 +1,5 @@
-"""The HTTP endpoints on the metrics port: `/metrics`, `/healthz` (alive) and `/readyz` (caches synced).
+"""The HTTP endpoints on the metrics port: `/metrics`, `/healthz` (alive), `/readyz` (caches synced)
+and `/debug/cache` (what the cache holds, read-only: for consistency checks against a listing).
 
 One small aiohttp server on the event loop: `/healthz` answering at all shows that the loop is
 not stuck, which is what a liveness probe should learn. Every replica is ready once its cache is
@@ -9,14 +10,18 @@ synced, leader or not: a follower is a warm standby, and leadership shows in the
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
 
 class Endpoints:
-    def __init__(self, ready: Callable[[], bool]) -> None:
+    def __init__(
+        self, ready: Callable[[], bool], cache_view: Callable[[], dict[str, Any]] | None = None
+    ) -> None:
         self._ready = ready
+        self.cache_view = cache_view  # set once the cache exists
         self._runner: web.AppRunner | None = None
 
     def app(self) -> web.Application:
@@ -24,6 +29,7 @@ class Endpoints:
         app.router.add_get("/metrics", self._metrics)
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/readyz", self._readyz)
+        app.router.add_get("/debug/cache", self._cache)
         return app
 
     async def start(self, port: int, host: str | None = None) -> None:
@@ -42,6 +48,11 @@ class Endpoints:
 
     async def _healthz(self, _: web.Request) -> web.Response:
         return web.Response(text="ok")
+
+    async def _cache(self, _: web.Request) -> web.Response:
+        if self.cache_view is None:
+            return web.Response(status=503, text="no cache yet")
+        return web.json_response(self.cache_view())
 
     async def _readyz(self, _: web.Request) -> web.Response:
         if self._ready():

@@ -73,3 +73,9 @@ SHADOW_EVALUATION_DURATION = Histogram(
     ["policy"],
     buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1),
 )
+EVENT_LOOP_LAG = Histogram(
+    "kubesched_event_loop_lag_seconds",
+    "How late the event loop ran a timer: the time it was blocked (watch events, handlers, replies).",
+    buckets=(0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5),
+)
+EVENT_LOOP_LAG_MAX = Gauge("kubesched_event_loop_lag_max_seconds", "The longest event loop lag seen so far.")

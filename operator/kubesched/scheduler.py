@@ -15,6 +15,7 @@ leave the queue and stay pending, untouched: no scheduler of ours serves them an
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import random
 import time
@@ -25,7 +26,7 @@ from typing import Any
 
 import structlog
 
-from kubesched import metrics
+from kubesched import metrics, volumebinder
 from kubesched.algorithm import preemption
 from kubesched.algorithm.generic import Algorithm, FitError, ScheduleResult
 from kubesched.algorithm.preemption import Preemption, PreemptionOutcome
@@ -38,6 +39,8 @@ from kubesched.model.nodeinfo import Snapshot
 from kubesched.model.objects import Node, Pod, node_from_dict, pod_from_dict
 from kubesched.nominator import Nominator, with_nominated
 from kubesched.queue import QueuedPod, SchedulingQueue
+from kubesched.reconcile import Listing, stale
+from kubesched.volumebinder import PodVolumes, ScheduledWithVolumes
 
 log = structlog.get_logger(__name__)
 
@@ -90,7 +93,9 @@ def schedule_batch(
         except FitError as exc:
             try:
                 nominee = nominated.get(pod.uid, (pod, pod.nominated_node_name))[1]
-                outcome = preemption.attempt(exc, view, algorithm.predicates, budgets, rng, nominee)
+                outcome = preemption.attempt(
+                    exc, view, algorithm.predicates, budgets, rng, nominee, algorithm.extenders
+                )
             except Exception as bug:
                 outcomes.append(bug)
             else:
@@ -102,11 +107,27 @@ def schedule_batch(
         else:
             nominated.pop(pod.uid, None)
             start = result.next_start_index
-            snapshot = snapshot.with_pod_on(pod, result.node_name)
-            outcomes.append(result)
+            reserved, snapshot = _reserve(pod, algorithm, result, snapshot)
+            outcomes.append(reserved)
         if observe is not None:
             observe(pod, profiles[pod.scheduler_name], seen, began, outcomes[-1])
     return outcomes, start
+
+
+def _reserve(
+    pod: Pod, algorithm: Algorithm, result: ScheduleResult, snapshot: Snapshot
+) -> tuple[Outcome, Snapshot]:
+    """The snapshot with `pod` on its node and the PVs it binds there taken (VolumeBinding Reserve,
+    which runs where CheckVolumeBinding does)."""
+    info = snapshot.get(result.node_name) if pod.volumes and volumebinder.binds_volumes(algorithm) else None
+    try:
+        volumes = volumebinder.assume_pod_volumes(pod, snapshot.objects, info) if info else None
+    except Exception as exc:  # VolumeBindingError, or a bug: the pod is not placed
+        return exc, snapshot
+    snapshot = snapshot.with_pod_on(pod, result.node_name)
+    if volumes is None:
+        return result, snapshot
+    return volumebinder.with_volumes(result, volumes), dataclasses.replace(snapshot, objects=volumes.objects)
 
 
 class Scheduler:
@@ -143,6 +164,8 @@ class Scheduler:
         self.observe: Observer | None = None  # shadow policies, fed every decision (leader only)
         self.nominator = Nominator()  # pods nominated to a node by preemption
         self._evictor = evictor  # None: preemption decides, but nothing is deleted or patched
+        self._node_versions: dict[str, str] = {}  # node name -> resourceVersion last seen (reconcile)
+        self._in_flight: set[str] = set()  # uids of pods whose bind is under way: never reconciled away
         metrics.PENDING_PODS.track(self.queue.counts)
 
     # --- cluster events (called by the watch handlers) -------------------------------------------
@@ -152,12 +175,7 @@ class Scheduler:
         if not pod.uid:
             return
         if event_type == "DELETED" or pod.phase in TERMINAL_PHASES:
-            self._unbound.pop(pod.uid, None)
-            self.queue.delete(pod.uid)
-            self.nominator.remove(pod.uid)
-            if self.cache.has_pod(pod.uid):
-                self.cache.remove_pod(pod.uid)
-                self.queue.move_all("AssignedPodDelete")
+            self._drop_pod(pod.uid)
             return
         if pod.node_name or pod.deleting:
             self.nominator.remove(pod.uid)
@@ -179,8 +197,10 @@ class Scheduler:
     def on_node(self, event_type: str | None, raw: Mapping[str, Any]) -> None:
         node = node_from_dict(raw)
         if event_type == "DELETED":
+            self._node_versions.pop(node.name, None)
             self.cache.remove_node(node.name)
             return
+        self._node_versions[node.name] = str((raw.get("metadata") or {}).get("resourceVersion") or "")
         old = self.cache.node_info(node.name)
         self.cache.set_node(node)
         if old is None:
@@ -197,6 +217,31 @@ class Scheduler:
         self.cache.set_object(kind, key, None if event_type == "DELETED" else raw)
         if event_type != "DELETED" and kind in _MOVING_KINDS:
             self.queue.move_all(f"{kind}Change")
+
+    def reconcile(self, nodes: Listing, pods: Listing) -> tuple[list[str], list[str]]:
+        """Drop the nodes and pods that vanished before these listings (a watch gap hid their
+        DELETED events). Returns the node names and pod uids dropped."""
+        gone_nodes = stale(self._node_versions, nodes)
+        for name in gone_nodes:
+            self._node_versions.pop(name, None)
+            self.cache.remove_node(name)
+        versions = {pod.uid: pod.resource_version for pod in self.cache.pods()}
+        versions.update({uid: pod.resource_version for uid, pod in self._unbound.items()})
+        gone_pods = stale(versions, pods, keep=self._in_flight)
+        for uid in gone_pods:
+            self.cache.forget(uid)  # an assumption whose pod is gone, its bind long over
+            self._drop_pod(uid)
+        if gone_nodes or gone_pods:
+            self._log.info("cache_reconciled", nodes_removed=len(gone_nodes), pods_removed=len(gone_pods))
+        return gone_nodes, gone_pods
+
+    def _drop_pod(self, uid: str) -> None:
+        self._unbound.pop(uid, None)
+        self.queue.delete(uid)
+        self.nominator.remove(uid)
+        if self.cache.has_pod(uid):
+            self.cache.remove_pod(uid)
+            self.queue.move_all("AssignedPodDelete")
 
     # --- profiles (set by the SchedulerPolicy handler) ---------------------------------------------
 
@@ -306,10 +351,13 @@ class Scheduler:
                 self.queue.backoff(entry)
                 return
             self.cache.assume(pod, outcome.node_name)
+            volumes = outcome.volumes if isinstance(outcome, ScheduledWithVolumes) else None
+            if volumes is not None:
+                volumebinder.assume_in_cache(self.cache, volumes)
             self.nominator.remove(pod.uid)
             metrics.SCHEDULE_ATTEMPTS.labels("scheduled", profile).inc()
             metrics.ATTEMPT_DURATION.labels("scheduled", profile).observe(duration)
-            task = asyncio.create_task(self._bind(entry, outcome.node_name))
+            task = asyncio.create_task(self._bind(entry, outcome.node_name, volumes))
             self._binds.add(task)
             task.add_done_callback(self._binds.discard)
             return
@@ -329,14 +377,30 @@ class Scheduler:
         self._recorder.unschedulable(pod, message)
         self.queue.unschedulable(entry)
 
-    async def _bind(self, entry: QueuedPod, node_name: str) -> None:
+    async def _bind(self, entry: QueuedPod, node_name: str, volumes: PodVolumes | None = None) -> None:
         pod = entry.pod
+        self._in_flight.add(pod.uid)
         try:
             async with self._bind_slots:
                 if self._stopping:  # waited for a slot while the loop ran ahead: the next leader's
-                    self.cache.forget(pod.uid)
+                    self._forget(pod, volumes)
                     self.queue.backoff(entry)
                     return
+                if self.cache.node_info(node_name) is None:  # deleted since the decision: look again
+                    self._log.info("bind_node_gone", pod=pod.key, node=node_name)
+                    self._forget(pod, volumes)
+                    self.queue.backoff(entry)
+                    return
+                if volumes is not None:  # PreBind: the volumes first, as VolumeBinding does
+                    failure = await self._binder.bind_volumes(pod, volumes, lambda: entry.gone)
+                    if failure is not None:
+                        self._log.warning("volume_binding_failed", pod=pod.key, node=node_name, error=failure)
+                        self._forget(pod, volumes)
+                        message = f'running PreBind plugin "VolumeBinding": {failure}'
+                        self._recorder.unschedulable(pod, message)
+                        self.queue.backoff(entry)
+                        return
+                    volumes = None  # written: nothing left to forget
                 profile = self._profiles.get(pod.scheduler_name)
                 extender = profile.binder_for(pod) if profile is not None else None
                 if extender is None:
@@ -347,9 +411,11 @@ class Scheduler:
             # The term ended: a request already sent may still land (the watch will say); until
             # then the pod is not assumed anywhere, and waits for the next term.
             self._log.info("bind_cancelled", pod=pod.key, node=node_name)
-            self.cache.forget(pod.uid)
+            self._forget(pod, volumes)
             self.queue.backoff(entry)
             raise
+        finally:
+            self._in_flight.discard(pod.uid)
         metrics.BINDS.labels(outcome.value).inc()
         if outcome is BindOutcome.BOUND:
             self.queue.done(entry)
@@ -379,6 +445,11 @@ class Scheduler:
             # 409: someone bound it (the watch will tell where); 404: it is gone. Either way, not ours now.
             self._log.info("bind_dropped", pod=pod.key, node=node_name, outcome=outcome.value, reason=reason)
             self.queue.done(entry)
+
+    def _forget(self, pod: Pod, volumes: PodVolumes | None) -> None:
+        self.cache.forget(pod.uid)
+        if volumes is not None:
+            volumebinder.forget_in_cache(self.cache, volumes)
 
     def _carry_out(self, pod: Pod, result: Preemption) -> None:
         """Nominate the node and evict the victims (PrepareCandidate), or drop a nomination that

@@ -7,6 +7,7 @@ LISTs first; Kopf's later events for the same objects are idempotent updates.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +16,7 @@ from kubernetes_asyncio import client
 
 from kubesched.handlers import NON_TERMINAL_PODS, WATCHED_OBJECTS
 from kubesched.kube import request
+from kubesched.reconcile import Listing
 from kubesched.scheduler import Scheduler
 
 log = structlog.get_logger(__name__)
@@ -23,8 +25,15 @@ PAGE = 500
 
 async def list_all(api: client.ApiClient, path: str, **query: str) -> list[dict[str, Any]]:
     """Every object at a collection path, page by page."""
+    return (await list_versioned(api, path, **query))[0]
+
+
+async def list_versioned(api: client.ApiClient, path: str, **query: str) -> tuple[list[dict[str, Any]], str]:
+    """Every object at a collection path and the resourceVersion of the listing (its first page:
+    later pages are served from the same snapshot)."""
     items: list[dict[str, Any]] = []
     token = ""
+    version = ""
     while True:
         params: list[tuple[str, Any]] = [("limit", PAGE), *query.items()]
         if token:
@@ -35,9 +44,11 @@ async def list_all(api: client.ApiClient, path: str, **query: str) -> list[dict[
         if status >= 300:
             raise RuntimeError(f"listing {path} failed: {status} {body}")
         items.extend(body.get("items") or [])
-        token = (body.get("metadata") or {}).get("continue") or ""
+        meta = body.get("metadata") or {}
+        version = version or str(meta.get("resourceVersion") or "")
+        token = meta.get("continue") or ""
         if not token:
-            return items
+            return items, version
 
 
 class NotServed(RuntimeError):
@@ -84,6 +95,26 @@ async def sync_bound_pods(api: client.ApiClient, scheduler: Scheduler) -> int:
             added += 1
     log.info("leader_caught_up", bound_pods=len(pods), added=added)
     return added
+
+
+async def reconcile_cache(api: client.ApiClient, scheduler: Scheduler) -> tuple[list[str], list[str]]:
+    """Drop from the cache the nodes and pods a fresh listing no longer has (see reconcile.py)."""
+    nodes, nodes_rv = await list_versioned(api, "/api/v1/nodes")
+    pods, pods_rv = await list_versioned(api, "/api/v1/pods", fieldSelector=NON_TERMINAL_PODS)
+    return scheduler.reconcile(
+        Listing.of(((n.get("metadata") or {}).get("name") or "" for n in nodes), nodes_rv),
+        Listing.of(((p.get("metadata") or {}).get("uid") or "" for p in pods), pods_rv),
+    )
+
+
+async def keep_reconciling(api: client.ApiClient, scheduler: Scheduler, interval: float) -> None:
+    """Reconcile the cache every `interval` seconds (never when it is 0), for as long as the process runs."""
+    while interval > 0:
+        await asyncio.sleep(interval)
+        try:
+            await reconcile_cache(api, scheduler)
+        except Exception as exc:  # the API server may be down: the next round tries again
+            log.warning("cache_reconcile_failed", error=repr(exc))
 
 
 def _object_handler(scheduler: Scheduler, kind: str) -> Callable[[dict[str, Any]], None]:

@@ -5,7 +5,7 @@ The CRDs in crds/ are installed once per session, before any test, as a cluster 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +13,8 @@ import pytest_asyncio
 from kubernetes_asyncio.client import ApiClient
 
 from kubesched.testing import install_crds
+
+from .test_policies import Policies
 
 HERE = Path(__file__).parent
 CRDS = HERE.parents[1] / "crds"
@@ -33,3 +35,10 @@ def _nodes_deleted_after_each_test(clean_nodes: None) -> Iterator[None]:
 @pytest_asyncio.fixture(scope="session", loop_scope="session", autouse=True)
 async def _crds_installed(api: ApiClient) -> list[str]:
     return await install_crds(api, CRDS)
+
+
+@pytest_asyncio.fixture
+async def policies(api: ApiClient) -> AsyncIterator[Policies]:
+    made = Policies(api)
+    yield made
+    await made.cleanup()

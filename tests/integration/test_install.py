@@ -195,6 +195,12 @@ ALLOWED = [
     ("get", "leases.coordination.k8s.io/kubesched", NAMESPACE),
     ("update", "leases.coordination.k8s.io/kubesched", NAMESPACE),
     ("create", "leases.coordination.k8s.io", NAMESPACE),
+    # Volume binding (volumebinder.py).
+    ("patch", "persistentvolumes", None),
+    ("patch", "persistentvolumes --subresource=status", None),
+    ("get", "persistentvolumeclaims", "default"),
+    ("patch", "persistentvolumeclaims", "default"),
+    ("patch", "persistentvolumeclaims --subresource=status", "default"),
     *(
         (verb, f"{plural}.{group}" if group else plural, None)
         for group, _, plural, _ in WATCHED_OBJECTS
@@ -212,6 +218,8 @@ DENIED = [
     ("patch", "nodes --subresource=status", None),
     ("create", "pods", "default"),
     ("patch", "pods", "default"),
+    ("delete", "persistentvolumes", None),
+    ("create", "persistentvolumeclaims", "default"),
     ("create", "pods --subresource=exec", "default"),
     ("update", "schedulerpolicies.kubesched.io", None),
     ("delete", "schedulerpolicies.kubesched.io", None),

@@ -9,13 +9,12 @@ import asyncio
 import json
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 import yaml
 from kubernetes_asyncio.client import ApiClient
 
@@ -116,13 +115,6 @@ class Policies:
     async def cleanup(self) -> None:
         for name in self.names:
             await self.delete(name)
-
-
-@pytest_asyncio.fixture
-async def policies(api: ApiClient) -> AsyncIterator[Policies]:
-    made = Policies(api)
-    yield made
-    await made.cleanup()
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ waiting for terminating victims; and a queue that neither spins nor loses pods u
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import socket
@@ -31,6 +32,7 @@ from kubesched.testing import (
     wait_for,
 )
 
+from ..extender_server import ExtenderProcess
 from .kubeapi import events_for, pods_by_name
 from .kubesched_process import KubeschedProcess
 
@@ -153,6 +155,36 @@ async def test_pdb_protected_pods_are_spared_when_another_choice_exists(
     pods = await pods_by_name(api, namespace)
     assert pods["high"]["spec"]["nodeName"] == "pdb-b"
     assert "protected" in pods and "unprotected" not in pods
+
+
+async def test_a_preempt_extender_narrows_the_candidates(
+    api: ApiClient, namespace: str, kubesched: KubeschedProcess, tmp_path: Path
+) -> None:
+    await create_nodes(api, [make_node("xp-a", cpu="2"), make_node("xp-b", cpu="2")])
+    # On its own, preemption would evict the cheaper victim on xp-a.
+    await create_pods(api, [victim("cheap", namespace, "xp-a", 1), victim("dear", namespace, "xp-b", 5)])
+    with ExtenderProcess({"preempt": {"drop": ["xp-a"]}}, tmp_path / "extender.log") as extender:
+        policy = {
+            "predicates": [{"name": "PodFitsResources"}],
+            "priorities": [{"name": "LeastRequestedPriority", "weight": 1}],
+            "extenders": [{"urlPrefix": extender.url, "preemptVerb": "preempt", "nodeCacheCapable": True}],
+        }
+        policy_file = tmp_path / "policy.json"
+        policy_file.write_text(json.dumps(policy))
+        kubesched.args += ["--policy-config-file", str(policy_file)]
+        start(kubesched)
+        await create_pods(api, [make_pod("high", namespace, kubesched.scheduler_name, cpu="2", priority=100)])
+        await wait_for(lambda: _bound_to(api, namespace, "high"), timeout=30, message="high bound")
+        calls = extender.requests()
+    pods = await pods_by_name(api, namespace)
+    assert pods["high"]["spec"]["nodeName"] == "xp-b"
+    assert set(pods) == {"high", "cheap"}
+    # The extender saw both candidates, each victim by UID.
+    assert calls and calls[0]["verb"] == "preempt"
+    assert {n: len(v["Pods"]) for n, v in calls[0]["body"]["NodeNameToMetaVictims"].items()} == {
+        "xp-a": 1,
+        "xp-b": 1,
+    }
 
 
 async def test_equal_or_higher_priority_pods_are_never_victims(

@@ -5,12 +5,11 @@ Run with -s to read what one shadow evaluation cost.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from kubernetes_asyncio.client import ApiClient
 
 from kubesched.testing import create_nodes, create_pods, make_node, make_pod, wait_for
@@ -23,13 +22,6 @@ from .test_policies import Policies, condition, most_requested_available
 SPREAD = [{"name": "LeastRequestedPriority", "weight": 3}, {"name": "MostRequestedPriority", "weight": 1}]
 PACK = [{"name": "LeastRequestedPriority", "weight": 1}, {"name": "MostRequestedPriority", "weight": 3}]
 PODS = 6
-
-
-@pytest_asyncio.fixture
-async def policies(api: ApiClient) -> AsyncIterator[Policies]:
-    made = Policies(api)
-    yield made
-    await made.cleanup()
 
 
 @pytest.fixture

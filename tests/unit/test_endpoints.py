@@ -5,7 +5,10 @@ from __future__ import annotations
 from aiohttp.test_utils import TestClient, TestServer
 
 from kubesched import metrics
+from kubesched.cache import SchedulerCache
 from kubesched.endpoints import Endpoints
+from kubesched.model.objects import node_from_dict, pod_from_dict
+from kubesched.testing import make_node, make_pod
 
 
 async def test_ready_only_once_synced_alive_all_along_and_leadership_in_metrics() -> None:
@@ -22,3 +25,18 @@ async def test_ready_only_once_synced_alive_all_along_and_leadership_in_metrics(
         assert scraped.status == 200
         assert scraped.headers["Content-Type"].startswith("text/plain")
         assert 'leader_election_master_status{name="endpoints-test"} 1.0' in await scraped.text()
+
+
+async def test_debug_cache_shows_each_node_s_requests_and_pods_read_only() -> None:
+    cache = SchedulerCache()
+    cache.set_node(node_from_dict(make_node("n1", cpu="4")))
+    pod = pod_from_dict(make_pod("p", "ns", cpu="1500m", memory="1Gi"))
+    cache.assume(pod, "n1")
+    endpoints = Endpoints(ready=lambda: True)
+    async with TestClient(TestServer(endpoints.app())) as http:
+        assert (await http.get("/debug/cache")).status == 503  # no cache yet
+        endpoints.cache_view = cache.describe
+        view = await (await http.get("/debug/cache")).json()
+        assert view["nodes"]["n1"] == {"milli_cpu": 1500, "memory": 2**30, "pods": [pod.uid]}
+        assert view["assumed"] == [pod.uid] and view["orphans"] == {}
+        assert (await http.post("/debug/cache")).status == 405

@@ -15,10 +15,11 @@ import pytest
 
 from kubesched.algorithm.generic import Algorithm, ExtenderFailure, FitError
 from kubesched.algorithm.policy import compile_policy
+from kubesched.algorithm.preemption import MSG_NO_CANDIDATE, Preemption, PreemptionOutcome, attempt
 from kubesched.model.objects import Pod
 
 from ..extender_server import ExtenderProcess
-from .algofixtures import make_node, make_pod, snapshot
+from .algofixtures import make_node, make_pod, node_info, snapshot
 
 SNAP = snapshot(make_node("n1"), make_node("n2"), make_node("n3"))
 RNG = random.Random(0)
@@ -150,3 +151,80 @@ def test_bind_through_the_extender(start: Any) -> None:
             "body": {"PodName": "web", "PodNamespace": "default", "PodUID": pod.uid, "Node": "n2"},
         }
     ]
+
+
+# ------------------------------------------------------------------------------- preemptVerb
+
+
+def crowded() -> tuple[Pod, Any]:
+    """n1 holds one low-priority pod and n2 two: evicting on n1 costs least, without extenders."""
+    n1 = node_info(make_node("n1", cpu="2"), [make_pod("v1", cpu="2")])
+    n2 = node_info(make_node("n2", cpu="2"), [make_pod("v2a", cpu="1"), make_pod("v2b", cpu="1")])
+    return make_pod("urgent", cpu="2", priority=100), snapshot(n1, n2)
+
+
+def preempt_with(*extenders: dict[str, Any]) -> Preemption:
+    algorithm = compile_policy(
+        {"predicates": [{"name": "PodFitsResources"}], "priorities": [], "extenders": list(extenders)}
+    )
+    pod, snap = crowded()
+    with pytest.raises(FitError) as caught:
+        algorithm.schedule(pod, snap, RNG)
+    outcome = attempt(caught.value, snap, algorithm.predicates, (), random.Random(0), "", algorithm.extenders)
+    assert isinstance(outcome, PreemptionOutcome)
+    return outcome.preemption
+
+
+def test_preempt_sends_whole_victims_and_the_extender_narrows_the_candidates(start: Any) -> None:
+    assert preempt_with().node_name == "n1"
+    ext = start({"preempt": {"drop": ["n1"]}})
+    chosen = preempt_with({"urlPrefix": ext.url, "preemptVerb": "preempt"})
+    assert chosen.node_name == "n2" and sorted(p.name for p in chosen.victims) == ["v2a", "v2b"]
+    (call,) = ext.requests()
+    assert call["verb"] == "preempt" and call["body"]["Pod"]["metadata"]["name"] == "urgent"
+    assert call["body"]["NodeNameToMetaVictims"] is None
+    sent = call["body"]["NodeNameToVictims"]
+    assert {node: sorted(p["metadata"]["name"] for p in v["Pods"]) for node, v in sent.items()} == {
+        "n1": ["v1"],
+        "n2": ["v2a", "v2b"],
+    }
+    assert sent["n1"]["NumPDBViolations"] == 0
+
+
+def test_a_node_cache_capable_extender_gets_uids_and_may_spare_victims(start: Any) -> None:
+    ext = start({"preempt": {"drop": ["n1"], "max_victims": 1}})
+    chosen = preempt_with({"urlPrefix": ext.url, "preemptVerb": "preempt", "nodeCacheCapable": True})
+    assert chosen.node_name == "n2" and len(chosen.victims) == 1
+    (call,) = ext.requests()
+    sent = call["body"]["NodeNameToMetaVictims"]
+    assert call["body"]["NodeNameToVictims"] is None
+    _, snap = crowded()
+    uids = {n.name: sorted(p.uid for p in n.pods.values()) for n in snap.nodes}
+    # Fresh pods each time: compare the shape, and the uids of the victims chosen against the reply.
+    assert {node: len(v["Pods"]) for node, v in sent.items()} == {node: len(u) for node, u in uids.items()}
+    assert all(set(p) == {"UID"} for v in sent.values() for p in v["Pods"])
+    assert chosen.victims[0].uid == sent["n2"]["Pods"][0]["UID"]
+
+
+def test_a_failing_preempt_call_stops_preemption_unless_the_extender_is_ignorable(start: Any) -> None:
+    broken = start({"preempt": {"status": 500}})
+    failed = preempt_with({"urlPrefix": broken.url, "preemptVerb": "preempt"})
+    assert failed.node_name == "" and broken.url in failed.message and "code 500" in failed.message
+    skipped = preempt_with({"urlPrefix": broken.url, "preemptVerb": "preempt", "ignorable": True})
+    assert skipped.node_name == "n1"
+
+
+def test_extenders_without_a_preempt_verb_or_interest_are_not_asked(start: Any) -> None:
+    ext = start({"preempt": {"drop": ["n1", "n2"]}})
+    chosen = preempt_with(
+        {"urlPrefix": ext.url, "filterVerb": "filter"},
+        {"urlPrefix": ext.url, "preemptVerb": "preempt", "managedResources": [{"name": "example.com/gpu"}]},
+    )
+    assert chosen.node_name == "n1"
+    assert [r["verb"] for r in ext.requests()] == []
+
+
+def test_an_extender_accepting_no_candidate_leaves_the_pod_without_a_node(start: Any) -> None:
+    ext = start({"preempt": {"drop": ["n1", "n2"]}})
+    chosen = preempt_with({"urlPrefix": ext.url, "preemptVerb": "preempt"})
+    assert chosen.node_name == "" and chosen.message == MSG_NO_CANDIDATE and chosen.clear_nomination

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 
-from kubesched.looplag import LoopLagMonitor
+import structlog
+
+from kubesched.looplag import GC_THRESHOLDS, LoopLagMonitor, freeze_long_lived, tune_gc
 
 
 async def test_a_loop_blocked_by_synchronous_work_is_reported_with_how_long() -> None:
     monitor = LoopLagMonitor(interval=0.01)
     task = asyncio.create_task(monitor.run())
     await asyncio.sleep(0.05)
-    time.sleep(0.2)  # a handler that forgot to await
+    _handler_that_forgot_to_await(0.2)
     await asyncio.sleep(0.05)
     task.cancel()
     assert monitor.worst >= 0.15
@@ -23,3 +26,31 @@ def test_the_worst_lag_is_kept() -> None:
     for lag in (0.01, 0.3, 0.02):
         monitor.observe(lag)
     assert monitor.worst == 0.3
+
+
+def _handler_that_forgot_to_await(seconds: float) -> None:
+    time.sleep(seconds)
+
+
+def test_a_long_garbage_collection_is_logged() -> None:
+    monitor = LoopLagMonitor(warn_after=0.0)
+    monitor.watch_gc()
+    try:
+        with structlog.testing.capture_logs() as logs:
+            gc.collect()
+    finally:
+        monitor.unwatch_gc()
+    assert any(e["event"] == "gc_pause" and e["generation"] == 2 for e in logs)
+    assert not any(getattr(cb, "__qualname__", "").startswith("LoopLagMonitor") for cb in gc.callbacks)
+
+
+def test_collections_are_made_rarer_and_the_listed_state_is_frozen_out_of_them() -> None:
+    before = gc.get_threshold()
+    try:
+        tune_gc()
+        assert gc.get_threshold() == GC_THRESHOLDS
+        freeze_long_lived()
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)

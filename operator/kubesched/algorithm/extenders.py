@@ -7,19 +7,23 @@ which of them fit, with a reason for each one that does not; with a `prioritizeV
 them 0..10, added to the priorities' total times its `weight` times 10. An extender is interested
 in every pod, or, with `managedResources`, in pods requesting or limiting one of them; those marked
 `ignoredByScheduler` are left out of PodFitsResources. One extender may have a `bindVerb`: it then
-binds the pods it is interested in instead of the API server's binding subresource.
+binds the pods it is interested in instead of the API server's binding subresource. With a
+`preemptVerb`, it sees the candidates of a preemption (each node and the pods to evict there:
+full Pod objects, or only their UIDs when `nodeCacheCapable`) and answers with those it accepts,
+possibly with fewer victims; the best of those is chosen (1.20's ProcessPreemption).
 
 Calls are plain blocking HTTP made from the algorithm's executor thread (the event loop never
 waits on them), each bounded by the extender's `httpTimeout` (default 5 s) as a total deadline.
 A filter call that fails or times out is skipped when the extender is `ignorable`, and otherwise
 makes the pod unschedulable this cycle with a message naming the extender; a failing prioritize
-call is ignored, as in 1.20. Ignorable extenders are called after the others.
+call is ignored, as in 1.20; a failing preempt call is skipped when the extender is ignorable,
+and otherwise stops that preemption. Ignorable extenders are called after the others.
 
 Differences from 1.20: `httpTimeout` also takes a duration string ("500ms", "2s", "1m") besides
 Go's integer nanoseconds; the Pod and Node objects sent are rebuilt from kubesched's model
 (metadata with labels, annotations and owner references, the whole spec; for nodes also the whole
-status), not the informer's copies; `preemptVerb` is accepted and not called (kubesched does not
-preempt yet).
+status), not the informer's copies; the `NumPDBViolations` a preempt call answers is kept (1.20
+drops it to 0; later releases keep it).
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import structlog
@@ -94,6 +98,20 @@ class TLSConfig:
     cert_data: bytes = b""
     key_data: bytes = b""
     ca_data: bytes = b""
+
+
+class NodeLookup(Protocol):
+    """The snapshot's nodes by name (model.nodeinfo.Snapshot)."""
+
+    def get(self, name: str, /) -> NodeInfo | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Victims:
+    """The pods a preemption would evict on one node (extenderv1.Victims)."""
+
+    pods: tuple[Pod, ...]
+    num_pdb_violations: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -453,6 +471,55 @@ class HTTPExtender:
             scores[host] = scores.get(host, 0) + score * self.config.weight
         return scores
 
+    @property
+    def supports_preemption(self) -> bool:
+        return bool(self.config.preempt_verb)
+
+    def process_preemption(
+        self, pod: Pod, candidates: Mapping[str, Victims], nodes: NodeLookup
+    ) -> dict[str, Victims]:
+        """ProcessPreemption: the candidates the extender accepts, with the victims it names,
+        found by UID among the pods of `nodes` (the snapshot's)."""
+        if self.config.node_cache_capable:
+            meta = {
+                name: {"Pods": [{"UID": p.uid} for p in v.pods], "NumPDBViolations": v.num_pdb_violations}
+                for name, v in candidates.items()
+            }
+            args: dict[str, Any] = {
+                "Pod": pod_object(pod),
+                "NodeNameToVictims": None,
+                "NodeNameToMetaVictims": meta,
+            }
+        else:
+            full = {
+                name: {"Pods": [pod_object(p) for p in v.pods], "NumPDBViolations": v.num_pdb_violations}
+                for name, v in candidates.items()
+            }
+            args = {"Pod": pod_object(pod), "NodeNameToVictims": full, "NodeNameToMetaVictims": None}
+        result = self._send(self.config.preempt_verb, args)
+        accepted = _field(result, "NodeNameToMetaVictims") or {}
+        if not isinstance(accepted, Mapping):
+            raise ExtenderError(f"NodeNameToMetaVictims must be an object, got {accepted!r}")
+        out: dict[str, Victims] = {}
+        for name, meta_victims in accepted.items():
+            info = nodes.get(str(name))
+            if info is None:
+                raise ExtenderError(f'node "{name}" not found')
+            pods = []
+            for meta_pod in _field(meta_victims, "Pods") or ():
+                uid = str(_field(meta_pod, "UID") or "")
+                victim = info.pods.get(uid)
+                if victim is None:
+                    raise ExtenderError(
+                        f"extender: {self.name} claims to preempt pod (UID: {uid}) on node: {name}, "
+                        "but the pod is not found on that node"
+                    )
+                pods.append(victim)
+            violations = _field(meta_victims, "NumPDBViolations")
+            count = violations if isinstance(violations, int) and not isinstance(violations, bool) else 0
+            out[str(name)] = Victims(tuple(pods), count)
+        return out
+
     def bind(self, pod: Pod, node_name: str) -> None:
         """Bind through the extender's bindVerb; raises ExtenderError with its reason."""
         args = {"PodName": pod.name, "PodNamespace": pod.namespace, "PodUID": pod.uid, "Node": node_name}
@@ -571,6 +638,30 @@ def run_prioritizers(
     return {host: score * scale for host, score in combined.items()}
 
 
+def run_preemption(
+    extenders: Sequence[HTTPExtender],
+    pod: Pod,
+    candidates: Mapping[str, Victims],
+    nodes: NodeLookup,
+) -> dict[str, Victims]:
+    """CallExtenders: each interested extender with a preemptVerb narrows the candidates in turn;
+    raises ExtenderError for a failing extender that is not ignorable."""
+    remaining = dict(candidates)
+    for extender in extenders:
+        if not remaining:
+            break
+        if not extender.supports_preemption or not extender.is_interested(pod):
+            continue
+        try:
+            remaining = extender.process_preemption(pod, remaining, nodes)
+        except ExtenderError as exc:
+            if extender.ignorable:
+                log.warning("extender_skipped", extender=extender.name, pod=pod.key, error=str(exc))
+                continue
+            raise ExtenderError(f"extender {extender.name} failed: {exc}") from exc
+    return remaining
+
+
 def build_extenders(raw: Any) -> tuple[HTTPExtender, ...]:
     """All `extenders` entries, ignorable ones last (as 1.20 orders them); raises ArgumentError
     with the entry's index in its field (`[2].weight`)."""
@@ -614,9 +705,11 @@ __all__ = [
     "ExtenderError",
     "ExtenderOutcome",
     "HTTPExtender",
+    "Victims",
     "build_extenders",
     "ignored_resources",
     "parse_extender",
     "run_filters",
+    "run_preemption",
     "run_prioritizers",
 ]

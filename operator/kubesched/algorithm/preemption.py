@@ -13,12 +13,14 @@ kube-scheduler 1.20's DefaultPreemption PostFilter plugin
    (`calculateNumCandidates`: 10 % of the nodes, at least 100), each with `selectVictimsOnNode`:
    remove every lower-priority pod; if the pod then fits, reprieve as many as possible, PDB
    violators first, each group highest priority first.
-4. `pickOneNodeForPreemption`: fewest PDB violations, lowest highest-victim priority, smallest sum
+4. `CallExtenders`: the extenders with a `preemptVerb` narrow the candidates (and their victims).
+5. `pickOneNodeForPreemption`: fewest PDB violations, lowest highest-victim priority, smallest sum
    of priorities, fewest victims, latest start time of the highest-priority victims.
 
-Pure: no I/O. The caller deletes the victims and nominates the node. The snapshot it passes
-already holds the pods nominated to nodes with a priority >= the preemptor's (they count on their
-node, and being of equal or higher priority they are never victims).
+No I/O but the extenders' preempt calls. The caller deletes the victims and nominates the node.
+The snapshot it passes already holds the pods nominated to nodes with a priority >= the
+preemptor's (they count on their node, and being of equal or higher priority they are never
+victims).
 
 The `message` of a Preemption is what kube-scheduler 1.26+ appends to the FailedScheduling
 message after "preemption: " (pkg/scheduler/framework/preemption/preemption.go); 1.20 appends
@@ -33,6 +35,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kubesched.algorithm.extenders import ExtenderError, HTTPExtender, Victims, run_preemption
 from kubesched.algorithm.framework import SKIP, Predicate, Reject
 from kubesched.algorithm.generic import ExtenderFailure, FitError
 from kubesched.algorithm.predicates import inter_pod_affinity as ipa
@@ -55,6 +58,7 @@ MSG_PREEMPT_NEVER = "not eligible due to preemptionPolicy=Never."
 MSG_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 ERR_REASON_NOT_HELPFUL = "Preemption is not helpful for scheduling"
 ERR_REASON_NO_VICTIMS = "No preemption victims found for incoming pod"
+MSG_NO_CANDIDATE = "no candidate node for preemption"
 
 # Reasons no eviction can resolve: 1.20's UnschedulableAndUnresolvable statuses, and for the
 # predicates 1.20 no longer has, 1.17's unresolvablePredicateFailureErrors.
@@ -137,12 +141,13 @@ def attempt(
     budgets: Sequence[DisruptionBudget] = (),
     rng: random.Random | None = None,
     nominated_node: str = "",
+    extenders: Sequence[HTTPExtender] = (),
 ) -> FitError:
     """The PostFilter step after a failed cycle: `error` itself when preemption does not apply
     (an extender failed, the pod is malformed, there are no nodes), else a PreemptionOutcome."""
     if isinstance(error, ExtenderFailure) or error.pod_error is not None or not snapshot.nodes:
         return error
-    found = preempt(error.pod, error, snapshot, predicates, budgets, rng, nominated_node)
+    found = preempt(error.pod, error, snapshot, predicates, budgets, rng, nominated_node, extenders)
     return PreemptionOutcome(error, found)
 
 
@@ -154,10 +159,12 @@ def preempt(
     budgets: Sequence[DisruptionBudget] = (),
     rng: random.Random | None = None,
     nominated_node: str = "",
+    extenders: Sequence[HTTPExtender] = (),
 ) -> Preemption:
     """DefaultPreemption.preempt: choose a node and the victims to evict there.
 
-    `nominated_node` is the node the pod was nominated to by an earlier preemption, if any.
+    `nominated_node` is the node the pod was nominated to by an earlier preemption, if any;
+    `extenders` may narrow the candidates (their preemptVerb).
     """
     if pod.preemption_policy == PREEMPT_NEVER:
         return Preemption(message=MSG_PREEMPT_NEVER)
@@ -183,6 +190,17 @@ def preempt(
     if not candidates:
         reasons.update(failed)
         return Preemption(message=_no_room(pod, snapshot, reasons), clear_nomination=True)
+    if extenders:
+        try:
+            candidates = call_extenders(extenders, pod, snapshot, candidates)
+        except ExtenderError as exc:  # a transient failure: an earlier nomination stays
+            return Preemption(message=str(exc))
+        if not candidates:
+            return Preemption(message=MSG_NO_CANDIDATE, clear_nomination=True)
+        # pickOneNodeForPreemption: a node the extenders left with no victims needs no eviction.
+        free = next((c for c in candidates if not c.victims), None)
+        if free is not None:
+            return Preemption(free.node_name)
     best = pick_one_node(candidates)
     return Preemption(best.node_name, best.victims)
 
@@ -277,6 +295,20 @@ def select_victims_on_node(
     if not victims:  # it fits untouched: the failure came from elsewhere (1.22+ calls this an error)
         return (ERR_REASON_NO_VICTIMS,)
     return Candidate(info.name, tuple(sorted(victims, key=importance)), num_violations)
+
+
+def call_extenders(
+    extenders: Sequence[HTTPExtender], pod: Pod, snapshot: Snapshot, candidates: Sequence[Candidate]
+) -> list[Candidate]:
+    """CallExtenders: the candidates the extenders accept, with the victims they name, in the
+    candidates' order (the extenders' new nodes after them); raises ExtenderError."""
+    offered = {c.node_name: Victims(c.victims, c.num_pdb_violations) for c in candidates}
+    accepted = run_preemption(extenders, pod, offered, snapshot)
+    order = {c.node_name: i for i, c in enumerate(candidates)}
+    return [
+        Candidate(name, tuple(sorted(v.pods, key=importance)), v.num_pdb_violations)
+        for name, v in sorted(accepted.items(), key=lambda item: order.get(item[0], len(order)))
+    ]
 
 
 def split_by_budget(pods: Sequence[Pod], budgets: Sequence[DisruptionBudget]) -> tuple[list[Pod], list[Pod]]:

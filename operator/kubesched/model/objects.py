@@ -240,6 +240,12 @@ def pod_from_dict(obj: Mapping[str, Any]) -> Pod:
         priority = int(spec.get("priority") or 0)
     except (TypeError, ValueError):
         priority = 0
+    node_selector = spec.get("nodeSelector") or {}
+    if not isinstance(node_selector, Mapping):
+        node_selector = {}
+        error = error or "invalid pod spec: nodeSelector must be a map"
+    if not isinstance(spec.get("affinity") or {}, Mapping):
+        error = error or "invalid pod spec: affinity must be an object"
     return Pod(
         namespace=meta.get("namespace") or "default",
         name=meta.get("name") or "",
@@ -258,7 +264,7 @@ def pod_from_dict(obj: Mapping[str, Any]) -> Pod:
         non_zero_milli_cpu=nz_cpu,
         non_zero_memory=nz_mem,
         host_ports=host_ports,
-        node_selector=spec.get("nodeSelector") or {},
+        node_selector=node_selector,
         tolerations=tolerations,
         owners=_owners(meta),
         spec=spec,
@@ -287,6 +293,10 @@ def node_from_dict(obj: Mapping[str, Any]) -> Node:
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
     error: str | None = None
+    if not isinstance(status, Mapping) or not isinstance(spec, Mapping):
+        error = "node spec and status must be objects"
+        spec = spec if isinstance(spec, Mapping) else {}
+        status = status if isinstance(status, Mapping) else {}
     try:
         allocatable = resource_from_list(status.get("allocatable") or status.get("capacity"))
     except (QuantityError, TypeError, AttributeError) as exc:

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubesched.model.quantity import milli_value, parse_quantity, value
+from kubesched.model.quantity import QuantityError, milli_value, parse_quantity, value
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -86,13 +86,15 @@ def _merge(a: Mapping[str, int], b: Mapping[str, int], op: Any) -> Mapping[str, 
 
 
 def resource_from_list(resources: Mapping[str, Any] | None) -> Resource:
-    """Convert a ResourceList (`{"cpu": "100m", ...}`); raises QuantityError on a malformed amount."""
+    """Convert a ResourceList (`{"cpu": "100m", ...}`); QuantityError on a malformed or negative amount."""
     if not resources:
         return ZERO
     milli_cpu = memory = storage = pods = 0
     scalar: dict[str, int] = {}
     for name, raw in resources.items():
         quantity = parse_quantity(raw)
+        if quantity < 0:  # the API server refuses these; one that slipped by must not free capacity
+            raise QuantityError(f"{name} must not be negative, got {raw!r}")
         if name == CPU:
             milli_cpu = milli_value(quantity)
         elif name == MEMORY:

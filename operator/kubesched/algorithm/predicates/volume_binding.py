@@ -7,18 +7,16 @@ each PV for one claim only) or a StorageClass able to provision there (a provisi
 allowedTopologies matching the node). An unbound claim of an Immediate class (or pre-bound to a
 PV but not bound yet) makes the pod unschedulable everywhere: the PV controller binds those.
 
-Scope: the decision only. kube-scheduler then writes the bindings it chose (PreBind: the PV's
-claimRef for a static binding, the `volume.kubernetes.io/selected-node` annotation on a claim to
-provision) and waits for the PV controller; kubesched does not do those writes yet, so a pod
-whose WaitForFirstConsumer claims are still unbound is placed on a node where they can be
-satisfied, but nothing binds or provisions them for it. Storage capacity tracking
+Scope: the decision. `choose_volumes` is the choice itself, shared with kubesched.volumebinder,
+which assumes the chosen PVs for the rest of the batch and writes the bindings before the pod is
+bound (Reserve and PreBind). Storage capacity tracking
 (CSIStorageCapacity, alpha and off in 1.20) and generic ephemeral volumes (alpha, off) are not
 modelled.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -293,31 +291,52 @@ class CheckVolumeBinding(Predicate):
     def _unbound_satisfied(claims: Sequence[ClaimToBind], node: NodeInfo) -> tuple[bool, str | None]:
         if not claims:
             return True, None
-        to_provision = []
-        to_match = []
-        for claim in claims:
-            if claim.selected_node is None:
-                to_match.append(claim)
-            elif claim.selected_node != node.name:
-                return False, None
-            else:
-                to_provision.append(claim)
-        chosen: set[str] = set()
-        satisfied = True
-        for claim in to_match:
-            match = _smallest_match(claim.candidates, node.node.labels, chosen)
-            if match is None:
-                to_provision.append(claim)
-                satisfied = False
-            else:
-                chosen.add(match)
-        if to_provision:
-            return _provisionable(to_provision, node.node.labels)
-        return satisfied, None
+        choice = choose_volumes(claims, node.name, node.node.labels)
+        return choice.satisfied, choice.error
+
+
+@dataclass(frozen=True, slots=True)
+class VolumeChoice:
+    """What binding a pod's unbound claims on one node takes: PVs to bind, claims to provision."""
+
+    satisfied: bool
+    error: str | None = None
+    static: tuple[tuple[ClaimToBind, str], ...] = ()  # (claim, name of the PV it binds to)
+    provision: tuple[ClaimToBind, ...] = ()
+
+
+def choose_volumes(claims: Sequence[ClaimToBind], node_name: str, labels: Mapping[str, str]) -> VolumeChoice:
+    """findMatchingVolumes then checkVolumeProvisions: the smallest fitting PV for each claim,
+    smallest claim first, each PV for one claim; the rest must be provisionable on the node."""
+    to_provision = []
+    to_match = []
+    for claim in claims:
+        if claim.selected_node is None:
+            to_match.append(claim)
+        elif claim.selected_node != node_name:
+            return VolumeChoice(False)
+        else:
+            to_provision.append(claim)
+    chosen: dict[str, ClaimToBind] = {}
+    satisfied = True
+    for claim in to_match:
+        match = _smallest_match(claim.candidates, labels, chosen.keys())
+        if match is None:
+            to_provision.append(claim)
+            satisfied = False
+        else:
+            chosen[match] = claim
+    if to_provision:
+        satisfied, error = _provisionable(to_provision, labels)
+        if not satisfied or error is not None:
+            return VolumeChoice(satisfied, error)
+    return VolumeChoice(
+        satisfied, None, tuple((claim, pv) for pv, claim in chosen.items()), tuple(to_provision)
+    )
 
 
 def _smallest_match(
-    candidates: Sequence[Candidate], labels: Mapping[str, str], chosen: set[str]
+    candidates: Sequence[Candidate], labels: Mapping[str, str], chosen: Collection[str]
 ) -> str | None:
     """The rest of FindMatchingVolume: a PV pre-bound to the claim wins (or loses) outright."""
     best: Candidate | None = None
