@@ -10,6 +10,7 @@ non-terminal field selector.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import kopf
@@ -39,8 +40,19 @@ WATCHED_OBJECTS = (
 )
 
 
+class _NoEssence(kopf.AnnotationsDiffBaseStorage):
+    """Kopf builds every event's "essence" (a deep copy of the body) to diff it for change handlers;
+    with event handlers only, no diff is ever read: about a tenth of the event loop at 100 pods/s."""
+
+    def build(
+        self, *, body: kopf.Body, extra_fields: Iterable[kopf.FieldSpec] | None = None
+    ) -> kopf.BodyEssence:
+        return {}
+
+
 def operator_settings() -> kopf.OperatorSettings:
     settings = kopf.OperatorSettings()
+    settings.persistence.diffbase_storage = _NoEssence()
     settings.peering.standalone = True
     settings.peering.clusterwide = True
     settings.posting.enabled = False  # our events are ours to post, with kube-scheduler's reasons
