@@ -81,6 +81,10 @@ class SchedulerCache:
         self._assumed.discard(pod.uid)
         self._place(pod, pod.node_name)
 
+    def confirm(self, uid: str) -> None:
+        """The watch shows an assumed pod bound where it was assumed: it is simply bound now."""
+        self._assumed.discard(uid)
+
     def remove_pod(self, uid: str) -> None:
         self._assumed.discard(uid)
         self._unplace(uid)

@@ -171,6 +171,8 @@ class Scheduler:
     # --- cluster events (called by the watch handlers) -------------------------------------------
 
     def on_pod(self, event_type: str | None, raw: Mapping[str, Any]) -> None:
+        if event_type != "DELETED" and self._confirms_assumption(raw):
+            return
         pod = pod_from_dict(raw)
         if not pod.uid:
             return
@@ -193,6 +195,22 @@ class Scheduler:
             # An assumed pod is bound or being bound; its watch event just has not caught up.
             self.queue.add(pod)
             self.nominator.update(pod)
+
+    def _confirms_assumption(self, raw: Mapping[str, Any]) -> bool:
+        """Our own bind coming back: the pod as assumed is the pod as bound, so it is not parsed
+        again (parsing is most of what handling a pod event costs). Its later events are, labels and all."""
+        meta = raw.get("metadata") or {}
+        uid = str(meta.get("uid") or "")
+        node = (raw.get("spec") or {}).get("nodeName")
+        if not node or not self.cache.is_assumed(uid) or self.cache.pod_node(uid) != node:
+            return False
+        if meta.get("deletionTimestamp") or (raw.get("status") or {}).get("phase") in TERMINAL_PHASES:
+            return False
+        self.cache.confirm(uid)
+        self.nominator.remove(uid)
+        self._unbound.pop(uid, None)
+        self.queue.delete(uid)
+        return True
 
     def on_node(self, event_type: str | None, raw: Mapping[str, Any]) -> None:
         node = node_from_dict(raw)

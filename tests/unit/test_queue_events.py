@@ -183,3 +183,20 @@ def test_backoff_timings_are_flags_and_must_make_sense() -> None:
     result = CliRunner().invoke(main, ["run", "--pod-initial-backoff", "20s", "--pod-max-backoff", "10s"])
     assert result.exit_code == 2
     assert "--pod-initial-backoff" in result.output
+
+
+@pytest.mark.parametrize("bound_to", ["n1", "n2"])
+async def test_our_bind_coming_back_confirms_the_assumption_and_another_node_wins(bound_to: str) -> None:
+    scheduler, _ = new_scheduler()
+    for node in ("n1", "n2"):
+        scheduler.on_node("ADDED", make_node(node))
+    raw = make_pod("p", NAME, NAME, cpu="1")
+    scheduler.on_pod("ADDED", raw)
+    (entry,) = await scheduler.queue.pop_batch(10)
+    scheduler.cache.assume(entry.pod, "n1")
+    scheduler.on_pod("MODIFIED", make_pod("p", NAME, NAME, cpu="1", node_name=bound_to))
+    assert not scheduler.cache.is_assumed(entry.pod.uid)
+    assert scheduler.cache.pod_node(entry.pod.uid) == bound_to
+    requested = {n: scheduler.cache.node_info(n).requested.milli_cpu for n in ("n1", "n2")}  # type: ignore[union-attr]
+    assert requested == {"n1": 1000 if bound_to == "n1" else 0, "n2": 1000 if bound_to == "n2" else 0}
+    assert len(scheduler.queue) == 0
