@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import signal
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import kopf
@@ -48,6 +48,7 @@ class RunOptions:
     shadow_status_interval: float = DEFAULT_INTERVAL
     queue: QueueSettings = field(default_factory=QueueSettings)  # backoff and flush timings
     reconcile_interval: float = 60.0  # seconds between cache reconciliations with a listing (0: never)
+    percentage_of_nodes_to_score: int | None = None  # None: the policy file's (or the adaptive default)
 
 
 async def run_scheduler(options: RunOptions) -> None:
@@ -55,6 +56,8 @@ async def run_scheduler(options: RunOptions) -> None:
         algorithm = compile_policy(load_policy_file(options.policy_config_file))
     else:
         algorithm = default_algorithm()
+    if options.percentage_of_nodes_to_score is not None:
+        algorithm = replace(algorithm, percentage_of_nodes_to_score=options.percentage_of_nodes_to_score)
     loop = asyncio.get_running_loop()
     stopping = asyncio.Event()
     _handle_signals(loop, stopping)

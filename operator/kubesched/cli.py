@@ -62,6 +62,14 @@ def version() -> None:
 @click.option("--kube-api-burst", default=100, show_default=True, help="Client-side burst above the QPS.")
 @click.option("--bind-concurrency", default=64, show_default=True, help="Binding requests in flight at once.")
 @click.option("--batch-size", default=32, show_default=True, help="Pods scheduled per executor call.")
+@click.option(
+    "--percentage-of-nodes-to-score",
+    type=click.IntRange(0, 100),
+    default=None,
+    help="Stop looking for feasible nodes once this share of the cluster fits (100: score every node; "
+    "0: kube-scheduler's adaptive default). For the --policy-config-file or default profile; a "
+    "SchedulerPolicy sets its own.",
+)
 @click.option("--metrics-port", default=10251, show_default=True, help="Port for /metrics (0: off).")
 @click.option("--seed", type=int, default=None, help="Seed for tie-breaking among equally good nodes.")
 @click.option(
@@ -142,6 +150,7 @@ def run(
     kube_api_burst: int,
     bind_concurrency: int,
     batch_size: int,
+    percentage_of_nodes_to_score: int | None,
     metrics_port: int,
     seed: int | None,
     leader_elect: bool,
@@ -203,6 +212,7 @@ def run(
         shadow_status_interval,
         queue=QueueSettings(pod_initial_backoff, pod_max_backoff),
         reconcile_interval=cache_reconcile_interval,
+        percentage_of_nodes_to_score=percentage_of_nodes_to_score,
     )
     from kubesched.algorithm.policy import PolicyError
 

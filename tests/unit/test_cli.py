@@ -37,3 +37,9 @@ def test_run_reports_malformed_json(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["run", "--policy-config-file", str(policy)])
     assert result.exit_code == 1
     assert str(policy) in result.output
+
+
+def test_percentage_of_nodes_to_score_is_a_share() -> None:
+    result = CliRunner().invoke(main, ["run", "--percentage-of-nodes-to-score", "101"])
+    assert result.exit_code == 2
+    assert "--percentage-of-nodes-to-score" in result.output and "0<=x<=100" in result.output
