@@ -49,11 +49,15 @@ class SchedulerCache:
 
     def set_node(self, node: Node) -> None:
         i = self._index.get(node.name)
-        self._columns = None
         if i is not None:
+            old = self._nodes[i].node
+            if old == node:
+                return  # a re-listing: nothing to redo
+            if _column_fields(old) != _column_fields(node):
+                self._columns = None  # a status heartbeat keeps them
             self._nodes[i] = self._nodes[i].with_node(node)
             return
-        self._usage = None
+        self._columns = self._usage = None
         info = NodeInfo(node)
         for pod in self._orphans.pop(node.name, {}).values():
             info = info.with_pod(pod)
@@ -202,3 +206,16 @@ class SchedulerCache:
             orphans.pop(uid, None)
             if not orphans:
                 self._orphans.pop(node_name, None)
+
+
+def _column_fields(node: Node) -> tuple[Any, ...]:
+    """What NodeColumns reads of a node."""
+    return (
+        node.labels,
+        node.allocatable,
+        node.unschedulable,
+        node.taints,
+        node.parse_error,
+        node.annotations,
+        node.images,
+    )

@@ -309,3 +309,22 @@ def test_the_caches_usage_follows_every_change_and_never_changes_a_snapshot_take
         taken.append((snapshot, usage_figures(snapshot.usage)))
     for snapshot, figures in taken:
         assert usage_figures(snapshot.usage) == figures
+
+
+def test_the_caches_columns_survive_a_relisting_and_a_heartbeat_but_not_a_new_label() -> None:
+    cache = SchedulerCache()
+    raw = make_node("n0", labels={ZONE: "a"})
+    cache.set_node(node_from_dict(raw))
+    columns = cache.snapshot().columns
+    cache.set_node(node_from_dict(raw))  # the same node listed again
+    heartbeat = json.loads(json.dumps(raw))
+    heartbeat["status"]["conditions"][0]["lastHeartbeatTime"] = "2030-01-01T00:00:00Z"
+    cache.set_node(node_from_dict(heartbeat))
+    assert cache.snapshot().columns is columns
+    assert cache.node_info("n0").node.raw_status == heartbeat["status"]  # type: ignore[union-attr]
+    relabelled = make_node("n0", labels={ZONE: "b"})
+    cache.set_node(node_from_dict(relabelled))
+    table = cache.snapshot().table()
+    assert table is not None and table.columns is not columns
+    codes, values = table.columns.label_codes(ZONE)
+    assert [values[c] for c in codes] == ["b"]
