@@ -424,6 +424,11 @@ async def placement_figures(
 
 
 def first_bind_after(replicas: Sequence[Replica], moment: float) -> float | None:
-    """Seconds from `moment` to the first bind sent after it (None: none was)."""
-    later = [b.sent_at for r in replicas for b in r.binds() if b.sent_at > moment]
+    """Seconds from `moment` to the first bind that completed after it (None: none did)."""
+    later = [stamp for r in replicas for e in r.named("pod_bound") if (stamp := logged_at(e)) > moment]
     return min(later) - moment if later else None
+
+
+def logged_at(event: dict[str, Any]) -> float:
+    """A log line's timestamp as wall-clock seconds."""
+    return datetime.fromisoformat(str(event["timestamp"]).replace("Z", "+00:00")).timestamp()
