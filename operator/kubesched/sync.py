@@ -8,7 +8,7 @@ LISTs first; Kopf's later events for the same objects are idempotent updates.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import structlog
@@ -32,23 +32,35 @@ async def list_versioned(api: client.ApiClient, path: str, **query: str) -> tupl
     """Every object at a collection path and the resourceVersion of the listing (its first page:
     later pages are served from the same snapshot)."""
     items: list[dict[str, Any]] = []
-    token = ""
     version = ""
+    async for page, page_version in list_pages(api, path, **query):
+        items.extend(page)
+        version = version or page_version
+    return items, version
+
+
+async def list_pages(
+    api: client.ApiClient, path: str, **query: str
+) -> AsyncIterator[tuple[list[dict[str, Any]], str]]:
+    """The objects at a collection path a page at a time, each with the listing's resourceVersion:
+    a caller that handles each page as it comes holds one page, not the whole listing."""
+    token = ""
+    first = True
     while True:
         params: list[tuple[str, Any]] = [("limit", PAGE), *query.items()]
         if token:
             params.append(("continue", token))
         status, body = await request(api, "GET", path, query=params, timeout=60)
-        if status == 404 and not items:
+        if status == 404 and first:
             raise NotServed(f"{path} is not served by this API server")
         if status >= 300:
             raise RuntimeError(f"listing {path} failed: {status} {body}")
-        items.extend(body.get("items") or [])
+        first = False
         meta = body.get("metadata") or {}
-        version = version or str(meta.get("resourceVersion") or "")
+        yield body.get("items") or [], str(meta.get("resourceVersion") or "")
         token = meta.get("continue") or ""
         if not token:
-            return items, version
+            return
 
 
 class NotServed(RuntimeError):
@@ -63,10 +75,11 @@ async def initial_sync(api: client.ApiClient, scheduler: Scheduler) -> dict[str,
     counts: dict[str, int] = {}
 
     async def feed(path: str, handle: Callable[[dict[str, Any]], None], name: str, **query: str) -> None:
-        objects = await list_all(api, path, **query)
-        for obj in objects:
-            handle(obj)
-        counts[name] = len(objects)
+        counts[name] = 0
+        async for page, _ in list_pages(api, path, **query):
+            for obj in page:
+                handle(obj)
+            counts[name] += len(page)
 
     for group, version, plural, kind in WATCHED_OBJECTS:
         path = collection_path(group, version, plural)
