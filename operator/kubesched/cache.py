@@ -110,6 +110,10 @@ class SchedulerCache:
     def has_pod(self, uid: str) -> bool:
         return uid in self._pods
 
+    def cached_pod(self, uid: str) -> Pod | None:
+        entry = self._pods.get(uid)
+        return entry[1] if entry else None
+
     def pod_node(self, uid: str) -> str | None:
         entry = self._pods.get(uid)
         return entry[0] if entry else None

@@ -184,7 +184,12 @@ class Scheduler:
         if pod.node_name:
             self._unbound.pop(pod.uid, None)
             self.queue.delete(pod.uid)
+            before = self.cache.cached_pod(pod.uid)
             self.cache.set_pod(pod)
+            if pod.deleting and before is not None and not before.deleting:
+                # A victim starting to terminate: a preemptor that tried again before the cache knew
+                # preempted once more and now waits; it may look again and wait for the victim.
+                self.queue.move_all("AssignedPodTerminating")
             return
         if pod.deleting:
             self._unbound.pop(pod.uid, None)

@@ -60,6 +60,9 @@ EVENTS = {
         "MODIFIED",
         {**make_pod("running", NAME, "other", node_name="n1"), "status": {"phase": "Succeeded"}},
     ),
+    "pod terminating": lambda s: s.on_pod(
+        "MODIFIED", _terminating(make_pod("running", NAME, "other", node_name="n1"))
+    ),
     "policy changed": lambda s: s.set_profiles({"other-profile": default_algorithm()}),
     "PV changed": lambda s: s.on_object("PersistentVolume", "MODIFIED", {"metadata": {"name": "pv"}}),
     "PVC changed": lambda s: s.on_object(
@@ -200,3 +203,8 @@ async def test_our_bind_coming_back_confirms_the_assumption_and_another_node_win
     requested = {n: scheduler.cache.node_info(n).requested.milli_cpu for n in ("n1", "n2")}  # type: ignore[union-attr]
     assert requested == {"n1": 1000 if bound_to == "n1" else 0, "n2": 1000 if bound_to == "n2" else 0}
     assert len(scheduler.queue) == 0
+
+
+def _terminating(raw: dict[str, Any]) -> dict[str, Any]:
+    raw["metadata"]["deletionTimestamp"] = "2030-01-01T00:00:00Z"
+    return raw
