@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -28,7 +27,8 @@ BoolArray = npt.NDArray[np.bool_]
 LabelSet = tuple[str, frozenset[tuple[str, str]]]  # (namespace, labels)
 
 
-def _fits(*values: int) -> bool:
+def representable(*values: int) -> bool:
+    """Whether these amounts can go into the table's int64 arithmetic."""
     return all(-LIMIT < v < LIMIT for v in values)
 
 
@@ -58,7 +58,7 @@ class NodeColumns:
         memory = [a.memory for a in allocatable]
         ephemeral = [a.ephemeral_storage for a in allocatable]
         pods = [a.allowed_pods for a in allocatable]
-        if not _fits(*cpu, *memory, *ephemeral, *pods):
+        if not representable(*cpu, *memory, *ephemeral, *pods):
             return None
         sets: dict[tuple[Taint, ...], int] = {(): 0}
         taint_set = np.fromiter((sets.setdefault(n.taints, len(sets)) for n in nodes), np.int32, count)
@@ -226,7 +226,7 @@ class NodeUsage:
         key = _label_set(pod)
         self._thaw(key)
         want = pod.requests
-        if not _fits(
+        if not representable(
             want.milli_cpu, want.memory, want.ephemeral_storage, pod.non_zero_milli_cpu, pod.non_zero_memory
         ):
             return False
@@ -236,7 +236,7 @@ class NodeUsage:
         self.pod_count[i] += sign
         self.non_zero_cpu[i] += sign * pod.non_zero_milli_cpu
         self.non_zero_memory[i] += sign * pod.non_zero_memory
-        if not _fits(
+        if not representable(
             int(self.requested_cpu[i]), int(self.requested_memory[i]), int(self.requested_ephemeral[i])
         ):
             return False
@@ -280,9 +280,4 @@ class NodeTable:
         return self.columns.count
 
 
-def taint_verdicts(columns: NodeColumns, judge: Callable[[tuple[Taint, ...]], Any]) -> list[Any]:
-    """`judge(taints)` once per distinct set of taints, indexable by `columns.taint_set`."""
-    return [judge(taints) for taints in columns.taint_sets]
-
-
-__all__ = ["LIMIT", "NodeColumns", "NodeTable", "NodeUsage", "taint_verdicts"]
+__all__ = ["LIMIT", "NodeColumns", "NodeTable", "NodeUsage", "representable"]

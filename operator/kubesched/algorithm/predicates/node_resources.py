@@ -13,7 +13,7 @@ from typing import Any
 from kubesched.algorithm.framework import FITS, Predicate
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
-from kubesched.model.table import LIMIT, BoolArray, NodeTable
+from kubesched.model.table import BoolArray, NodeTable, representable
 
 ERR_REASON_TOO_MANY_PODS = "Too many pods"
 ERR_REASON_CPU = "Insufficient cpu"
@@ -76,9 +76,7 @@ class PodFitsResources(Predicate):
 
     def filter_nodes(self, pod: Pod, state: Any, table: NodeTable) -> BoolArray | None:
         want = pod.requests
-        if state or not all(
-            -LIMIT < v < LIMIT for v in (want.milli_cpu, want.memory, want.ephemeral_storage)
-        ):
+        if state or not representable(want.milli_cpu, want.memory, want.ephemeral_storage):
             return None  # extended resources (rare) and absurd amounts: per node
         columns, usage = table.columns, table.usage
         fails: BoolArray = usage.pod_count + 1 > columns.alloc_pods

@@ -11,7 +11,7 @@ from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
 from kubesched.model.quantity import milli_value, parse_quantity, value
 from kubesched.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource_name
-from kubesched.model.table import LIMIT, IntArray, NodeTable
+from kubesched.model.table import IntArray, NodeTable, representable
 
 
 def scoring_request(pod: Pod) -> tuple[int, int]:
@@ -51,7 +51,7 @@ class ResourceAllocationPriority(Priority):
         self, pod: Pod, snapshot: Snapshot, table: NodeTable, rows: IntArray, nodes: Sequence[NodeInfo]
     ) -> IntArray | None:
         cpu, memory = scoring_request(pod)
-        if not (-LIMIT < cpu < LIMIT and -LIMIT < memory < LIMIT):
+        if not representable(cpu, memory):
             return None
         columns, usage = table.columns, table.usage
         return self.node_scores(
