@@ -154,7 +154,11 @@ async def run_scheduler(options: RunOptions) -> None:
         await scheduler.stand_down()  # binds that outlived the grace: cancelled before the lease goes
         reporting.cancel()
         lagging.cancel()
-        log.info("event_loop_lag", worst_seconds=round(lag.worst, 3))
+        (log.warning if lag.worst > lag.warn_after else log.info)(
+            "event_loop_lag",
+            worst_seconds=round(lag.worst, 3),
+            stall_sites=[f"{count}x {site}" for site, count in lag.top_stall_sites()],
+        )
         reconciling.cancel()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(reporter.flush(), 5.0)  # the last figures, while still leader

@@ -3,13 +3,17 @@ so a long stretch of work delays all of them (the elector runs on a loop of its 
 
 A timer due every `interval` runs late by as long as the loop was busy when it fell due; the lateness
 is observed into a histogram, the worst kept in a gauge, and a stretch over `warn_after` is logged.
+A watchdog thread samples the loop thread's stack while it is blocked, so that the log says where.
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import sys
+import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +32,9 @@ class LoopLagMonitor:
         self.worst = 0.0
         self._warned_at = -float("inf")
         self._gc_callback: Callable[[str, dict[str, Any]], None] | None = None
+        self._beat = time.perf_counter()
+        self._stalled: Counter[str] = Counter()  # where the current stall was sampled
+        self.stall_sites: Counter[str] = Counter()  # where every stall was sampled, for the last log
 
     def watch_gc(self) -> None:
         """Log the garbage collector's long pauses: a full collection stops every thread."""
@@ -53,23 +60,65 @@ class LoopLagMonitor:
     async def run(self) -> None:
         """Measure until cancelled."""
         self.watch_gc()
+        stop = threading.Event()
+        self._beat = time.perf_counter() + self.interval
+        watchdog = threading.Thread(
+            target=self._watch, args=(threading.get_ident(), stop), name="loop-lag-watchdog", daemon=True
+        )
+        watchdog.start()
         try:
             while True:
-                due = time.perf_counter() + self.interval
+                self._beat = due = time.perf_counter() + self.interval
                 await asyncio.sleep(self.interval)
                 self.observe(max(time.perf_counter() - due, 0.0))
         finally:
+            stop.set()
             self.unwatch_gc()
+
+    def _watch(self, loop_thread: int, stop: threading.Event) -> None:
+        """Sample the loop thread's stack every `interval / 2` while it is late past `warn_after`.
+        A stall inside one C call (a large JSON parse) holds the GIL: its sample lands just after.
+        A sample in the selector means the loop was ready but waited for the CPU or the GIL."""
+        while not stop.wait(self.interval / 2):
+            if time.perf_counter() - self._beat > self.warn_after:
+                frame = sys._current_frames().get(loop_thread)
+                if frame is not None:
+                    self._stalled[stack_site(frame)] += 1
 
     def observe(self, lag: float) -> None:
         metrics.EVENT_LOOP_LAG.observe(lag)
-        if lag > self.worst:
+        record = lag > self.worst
+        if record:
             self.worst = lag
             metrics.EVENT_LOOP_LAG_MAX.set(lag)
+        where, self._stalled = self._stalled, Counter()
+        if lag <= self.warn_after:
+            return
+        self.stall_sites.update(where)
         now = time.monotonic()
-        if lag > self.warn_after and now - self._warned_at >= self.warn_every:
+        if record or now - self._warned_at >= self.warn_every:  # a new worst is always told
             self._warned_at = now
-            log.warning("event_loop_blocked", seconds=round(lag, 3), worst=round(self.worst, 3))
+            log.warning(
+                "event_loop_blocked",
+                seconds=round(lag, 3),
+                worst=round(self.worst, 3),
+                where=[site for site, _ in where.most_common(3)],
+            )
+
+    def top_stall_sites(self, count: int = 5) -> list[tuple[str, int]]:
+        """The places the loop was most often sampled while blocked, with how many samples."""
+        return self.stall_sites.most_common(count)
+
+
+def stack_site(frame: Any, depth: int = 4) -> str:
+    """The innermost frames of a stack, innermost first: `module:function:line < caller ...`."""
+    sites: list[str] = []
+    while frame is not None and len(sites) < depth:
+        code = frame.f_code
+        module = frame.f_globals.get("__name__", "?")
+        sites.append(f"{module}:{code.co_name}:{frame.f_lineno}")
+        frame = frame.f_back
+    return " < ".join(sites)
 
 
 # The collector's defaults (700, 10, 10) run a full collection every few seconds under a watch

@@ -54,3 +54,25 @@ def test_collections_are_made_rarer_and_the_listed_state_is_frozen_out_of_them()
     finally:
         gc.unfreeze()
         gc.set_threshold(*before)
+
+
+async def test_a_stall_is_traced_to_the_code_that_blocked_the_loop() -> None:
+    monitor = LoopLagMonitor(interval=0.01, warn_after=0.02)
+    task = asyncio.create_task(monitor.run())
+    await asyncio.sleep(0.05)
+    with structlog.testing.capture_logs() as logs:
+        _handler_that_forgot_to_await(0.2)
+        await asyncio.sleep(0.05)
+    task.cancel()
+    sites = [site for site, _ in monitor.top_stall_sites()]
+    assert sites and "_handler_that_forgot_to_await" in sites[0], sites
+    blocked = [e for e in logs if e["event"] == "event_loop_blocked"]
+    assert blocked and "_handler_that_forgot_to_await" in blocked[0]["where"][0]
+
+
+async def test_an_idle_loop_samples_nothing() -> None:
+    monitor = LoopLagMonitor(interval=0.01, warn_after=0.25)
+    task = asyncio.create_task(monitor.run())
+    await asyncio.sleep(0.3)
+    task.cancel()
+    assert monitor.top_stall_sites() == []
