@@ -11,7 +11,6 @@ from pathlib import Path
 
 import kopf
 import structlog
-from kubernetes_asyncio import client
 
 from kubesched.algorithm.policy import compile_policy, default_algorithm, load_policy_file
 from kubesched.binder import Binder
@@ -19,8 +18,9 @@ from kubesched.election import ElectionConfig, ElectionThread
 from kubesched.endpoints import Endpoints
 from kubesched.events import Recorder
 from kubesched.eviction import Evictor
-from kubesched.handlers import build_registry, operator_settings
-from kubesched.kube import TokenBucket, connection_info, load_configuration
+from kubesched.handlers import NON_TERMINAL_PODS, build_registry, operator_settings
+from kubesched.informer import Informer
+from kubesched.kube import TokenBucket, api_client, connection_info, load_configuration
 from kubesched.looplag import LoopLagMonitor, freeze_long_lived, tune_gc
 from kubesched.policies import PolicyStore
 from kubesched.policy_controller import PolicyController, PolicyStatusWriter
@@ -70,7 +70,7 @@ async def run_scheduler(options: RunOptions) -> None:
     tune_gc()
     lag = LoopLagMonitor()
     lagging = asyncio.create_task(lag.run(), name="loop-lag")
-    async with client.ApiClient(conf) as api:
+    async with api_client(conf) as api:
         elector = ElectionThread(conf, options.election) if options.election else None
         is_leader = elector.is_leader if elector else _always
         limiter = TokenBucket(options.kube_api_qps, options.kube_api_burst)
@@ -101,7 +101,15 @@ async def run_scheduler(options: RunOptions) -> None:
             shadows, policies.store, policies.writer, interval=options.shadow_status_interval
         )
         reporting = asyncio.create_task(reporter.run(), name="shadow-status")
-        await initial_sync(api, scheduler)
+        pods = Informer(
+            api,
+            "/api/v1/pods",
+            scheduler.on_pod,
+            relisted=lambda listing: scheduler.reconcile(None, listing),
+            query={"fieldSelector": NON_TERMINAL_PODS},
+        )
+        await initial_sync(api, scheduler, pods)
+        watching_pods = asyncio.create_task(pods.run(), name="pod-watch")
         freeze_long_lived()
         synced.set()
         # A re-list after a watch gap sends no DELETED for what vanished meanwhile: see reconcile.py.
@@ -160,6 +168,7 @@ async def run_scheduler(options: RunOptions) -> None:
             stall_sites=[f"{count}x {site}" for site, count in lag.top_stall_sites()],
         )
         reconciling.cancel()
+        watching_pods.cancel()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(reporter.flush(), 5.0)  # the last figures, while still leader
         if elector:

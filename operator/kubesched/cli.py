@@ -338,13 +338,12 @@ def _load_snapshot(path: str) -> Any:
 
 
 async def _read_live(kubeconfig: str | None) -> Any:
-    from kubernetes_asyncio import client
 
-    from kubesched.kube import load_configuration
+    from kubesched.kube import api_client, load_configuration
     from kubesched.snapshotfile import read_cluster
 
     conf = await load_configuration(kubeconfig)
-    async with client.ApiClient(conf) as api:
+    async with api_client(conf) as api:
         return await read_cluster(api)
 
 

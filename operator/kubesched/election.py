@@ -52,7 +52,7 @@ from kubernetes_asyncio import client
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from kubesched import metrics
-from kubesched.kube import request
+from kubesched.kube import api_client, request
 
 log = structlog.get_logger(__name__)
 
@@ -685,7 +685,7 @@ class ElectionThread:
         self._loop = asyncio.get_running_loop()
         if self._stop_requested.is_set():
             return
-        async with client.ApiClient(self._conf) as api:
+        async with api_client(self._conf) as api:
             self._elector = LeaderElector(api, self.config)
             runner = asyncio.create_task(self._elector.run(self._term), name="election")
             stop = asyncio.create_task(self._stop.wait())

@@ -30,7 +30,7 @@ from kubesched.algorithm.framework import SKIP, Reject
 from kubesched.algorithm.generic import Algorithm, FitError, priority_scores
 from kubesched.algorithm.policy import compile_policy, default_algorithm, load_policy_file
 from kubesched.algorithm.predicates.node_validity import ERR_REASON_INVALID_NODE
-from kubesched.kube import request
+from kubesched.kube import api_client, request
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod, pod_from_dict
 from kubesched.snapshotfile import ClusterState, read_cluster
@@ -299,7 +299,7 @@ async def explain_live(
     from kubesched.kube import load_configuration
 
     conf = await load_configuration(kubeconfig)
-    async with client.ApiClient(conf) as api:
+    async with api_client(conf) as api:
         raw = await get_pod(api, namespace, name)
         if raw is None:
             raise PodNotFound(f"pod {namespace}/{name} not found")

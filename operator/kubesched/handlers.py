@@ -4,8 +4,8 @@ policy controller; nothing else.
 Only `@on.event` handlers, all returning None: other handler kinds on pods would make Kopf
 write annotations or finalizers onto every pod, and a returned value would be patched into
 `status`. They are `async` so that they run on the event loop, which owns the cache and the
-queue (Kopf runs plain functions in a thread pool). Pods are watched with kube-scheduler's
-non-terminal field selector.
+queue (Kopf runs plain functions in a thread pool). Pods, the busy stream, have a watch of their
+own (informer.py), with kube-scheduler's non-terminal field selector.
 """
 
 from __future__ import annotations
@@ -58,9 +58,8 @@ def operator_settings() -> kopf.OperatorSettings:
     settings.posting.enabled = False  # our events are ours to post, with kube-scheduler's reasons
     # Resources are discovered once at start-up (the SchedulerPolicy CRD included); no CRD watch.
     settings.scanning.disabled = True
-    settings.watching.field_selectors["pods"] = NON_TERMINAL_PODS
-    # Listings in pages, as ours are: at 5,000 nodes and 10,000 pods, one response per resource took
-    # peak RSS from 286 to 446 MiB and stalled the loop for 418 ms.
+    # Listings in pages, as ours are: at 5,000 nodes and 10,000 pods, one response per resource
+    # (pods were Kopf's then) took peak RSS from 286 to 446 MiB and stalled the loop for 418 ms.
     settings.watching.chunk_size = 500
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330
@@ -81,10 +80,6 @@ def build_registry(
     @kopf.on.login(registry=registry)
     async def _login(**_: Any) -> kopf.ConnectionInfo:
         return login
-
-    @kopf.on.event("v1", "pods", registry=registry)
-    async def _pod(event: kopf.RawEvent, **_: Any) -> None:
-        scheduler.on_pod(event.get("type"), event["object"])
 
     @kopf.on.event("v1", "nodes", registry=registry)
     async def _node(event: kopf.RawEvent, **_: Any) -> None:

@@ -6,6 +6,8 @@ import asyncio
 import json
 import os
 import time
+import urllib.parse
+import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +30,31 @@ async def load_configuration(kubeconfig: str | None) -> client.Configuration:
     else:
         await config.load_kube_config(client_configuration=conf)
     return conf
+
+
+def api_client(conf: client.Configuration) -> client.ApiClient:
+    """A client that looks up no proxy and no netrc per request.
+
+    The generated client's session trusts the environment, so aiohttp does both lookups in a worker
+    thread for every request: 8 % of the process's samples at 250 binds/s, with two thread hops per
+    bind. A proxy from the environment is resolved once here instead, as client-go's
+    ProxyFromEnvironment does; netrc is never read (client-go has no such thing either).
+    """
+    if not conf.proxy:
+        conf.proxy = environment_proxy(str(conf.host))
+    api = client.ApiClient(conf)
+    api.rest_client.pool_manager._trust_env = False
+    return api
+
+
+def environment_proxy(url: str) -> str | None:
+    """HTTPS_PROXY / HTTP_PROXY for `url`, unless NO_PROXY exempts its host."""
+    parts = urllib.parse.urlsplit(url)
+    proxies = urllib.request.getproxies_environment()
+    bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]  # not in typeshed
+    if not parts.hostname or bypass(parts.netloc, proxies):
+        return None
+    return proxies.get(parts.scheme or "https")
 
 
 def connection_info(conf: client.Configuration) -> kopf.ConnectionInfo:

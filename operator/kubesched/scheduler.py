@@ -241,10 +241,11 @@ class Scheduler:
         if event_type != "DELETED" and kind in _MOVING_KINDS:
             self.queue.move_all(f"{kind}Change")
 
-    def reconcile(self, nodes: Listing, pods: Listing) -> tuple[list[str], list[str]]:
+    def reconcile(self, nodes: Listing | None, pods: Listing) -> tuple[list[str], list[str]]:
         """Drop the nodes and pods that vanished before these listings (a watch gap hid their
-        DELETED events). Returns the node names and pod uids dropped."""
-        gone_nodes = stale(self._node_versions, nodes)
+        DELETED events); nodes are left alone without a listing of them. Returns the node names
+        and pod uids dropped."""
+        gone_nodes = stale(self._node_versions, nodes) if nodes is not None else []
         for name in gone_nodes:
             self._node_versions.pop(name, None)
             self.cache.remove_node(name)

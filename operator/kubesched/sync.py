@@ -2,14 +2,15 @@
 
 Kopf's watches list too, but give no signal when their listing is complete; scheduling before
 every bound pod is known would overcommit nodes. So the cache is filled from our own paginated
-LISTs first; Kopf's later events for the same objects are idempotent updates.
+LISTs first; Kopf's later events for the same objects are idempotent updates. Pods are listed by
+their own watch (informer.py), which then watches from that listing.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from kubernetes_asyncio import client
@@ -18,6 +19,9 @@ from kubesched.handlers import NON_TERMINAL_PODS, WATCHED_OBJECTS
 from kubesched.kube import request
 from kubesched.reconcile import Listing
 from kubesched.scheduler import Scheduler
+
+if TYPE_CHECKING:
+    from kubesched.informer import Informer
 
 log = structlog.get_logger(__name__)
 PAGE = 500
@@ -71,7 +75,7 @@ def collection_path(group: str, version: str, plural: str) -> str:
     return f"/api/{version}/{plural}" if not group else f"/apis/{group}/{version}/{plural}"
 
 
-async def initial_sync(api: client.ApiClient, scheduler: Scheduler) -> dict[str, int]:
+async def initial_sync(api: client.ApiClient, scheduler: Scheduler, pods: Informer) -> dict[str, int]:
     counts: dict[str, int] = {}
 
     async def feed(path: str, handle: Callable[[dict[str, Any]], None], name: str, **query: str) -> None:
@@ -89,7 +93,7 @@ async def initial_sync(api: client.ApiClient, scheduler: Scheduler) -> dict[str,
             log.info("api_not_served", path=path)
     # Nodes before pods, so bound pods land on known nodes rather than in the orphan list.
     await feed("/api/v1/nodes", lambda o: scheduler.on_node(None, o), "nodes")
-    await feed("/api/v1/pods", lambda o: scheduler.on_pod(None, o), "pods", fieldSelector=NON_TERMINAL_PODS)
+    counts["pods"] = await pods.list()  # the pod watch starts from this listing
     log.info("cache_synced", **counts)
     return counts
 

@@ -1,0 +1,80 @@
+"""The pod watch on a real API server: events, resumption after server timeouts, retries.
+
+The re-list after a 410 needs history compacted under a restarted API server: tests/e2e/test_faults.py
+(the watch gap) does that."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import pytest_asyncio
+from kubernetes_asyncio.client import ApiClient
+
+from kubesched.informer import Informer
+from kubesched.kube import request
+from kubesched.reconcile import Listing
+from kubesched.testing import create_pods, make_pod, wait_for
+
+
+class Seen:
+    """What the informer handed over: the last event type per pod name, and the re-listings."""
+
+    def __init__(self) -> None:
+        self.last: dict[str, str | None] = {}
+        self.listings: list[Listing] = []
+
+    def handle(self, kind: str | None, obj: Mapping[str, Any]) -> None:
+        self.last[obj["metadata"]["name"]] = kind
+
+    def relisted(self, listing: Listing) -> None:
+        self.listings.append(listing)
+
+
+@pytest_asyncio.fixture
+async def seen_informer(api: ApiClient, namespace: str) -> AsyncIterator[tuple[Seen, Informer]]:
+    seen = Seen()
+    informer = Informer(
+        api, f"/api/v1/namespaces/{namespace}/pods", seen.handle, relisted=seen.relisted, server_timeout=5
+    )
+    yield seen, informer
+
+
+async def _run(informer: Informer) -> asyncio.Task[None]:
+    return asyncio.create_task(informer.run())
+
+
+async def test_listed_pods_then_their_changes_arrive_and_the_watch_survives_server_timeouts(
+    api: ApiClient, namespace: str, seen_informer: tuple[Seen, Informer]
+) -> None:
+    seen, informer = seen_informer
+    await create_pods(api, [make_pod("before", namespace, scheduler_name="nobody")])
+    assert await informer.list() == 1 and seen.last == {"before": None}
+    task = await _run(informer)
+    try:
+        await create_pods(api, [make_pod("after", namespace, scheduler_name="nobody")])
+        await wait_for(lambda: seen.last.get("after") == "ADDED", message="ADDED seen")
+        status, _ = await request(api, "DELETE", f"/api/v1/namespaces/{namespace}/pods/before")
+        assert status < 300
+        await wait_for(lambda: seen.last.get("before") == "DELETED", message="DELETED seen")
+        # The server ends each watch after 5 s; the next resumes from the last version, no re-list.
+        await asyncio.sleep(6)
+        await create_pods(api, [make_pod("later", namespace, scheduler_name="nobody")])
+        await wait_for(lambda: seen.last.get("later") == "ADDED", message="ADDED after a server timeout")
+        assert informer.relists == 0 and seen.listings == []
+    finally:
+        task.cancel()
+
+
+async def test_a_failing_watch_is_retried_with_backoff_not_given_up(
+    seen_informer: tuple[Seen, Informer],
+) -> None:
+    _, informer = seen_informer
+    informer.path = "/api/v1/no-such-collection"
+    informer.resource_version = "1"
+    informer.max_backoff = 0.05
+    task = await _run(informer)
+    await wait_for(lambda: informer.failures >= 3, message="three failed attempts")
+    assert not task.done()
+    task.cancel()
