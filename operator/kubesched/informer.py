@@ -24,7 +24,7 @@ import structlog
 from kubernetes_asyncio import client
 
 from kubesched.reconcile import Listing
-from kubesched.sync import list_pages
+from kubesched.sync import feed_page, list_pages
 
 log = structlog.get_logger(__name__)
 
@@ -66,9 +66,8 @@ class Informer:
         version = ""
         async for page, page_version in list_pages(self.api, self.path, **self.query):
             version = version or page_version
-            for obj in page:
-                self._feed(None, obj)
-                keys.add(str((obj.get("metadata") or {}).get("uid") or ""))
+            keys.update(str((obj.get("metadata") or {}).get("uid") or "") for obj in page)
+            await feed_page(page, lambda obj: self._feed(None, obj))
             count += len(page)
         self.resource_version = version
         if self.relists and self.relisted is not None:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger(__name__)
 PAGE = 500
+SLICE = 100  # objects handled between yields to the event loop: 500 nodes at once stalled it 59 ms
 
 
 async def list_all(api: client.ApiClient, path: str, **query: str) -> list[dict[str, Any]]:
@@ -67,6 +68,14 @@ async def list_pages(
             return
 
 
+async def feed_page(page: list[dict[str, Any]], handle: Callable[[dict[str, Any]], None]) -> None:
+    """Hand each object of a page to `handle`, letting the event loop run between slices."""
+    for start in range(0, len(page), SLICE):
+        for obj in page[start : start + SLICE]:
+            handle(obj)
+        await asyncio.sleep(0)
+
+
 class NotServed(RuntimeError):
     """The API server does not serve this resource (e.g. policy/v1 on Kubernetes 1.20)."""
 
@@ -81,8 +90,7 @@ async def initial_sync(api: client.ApiClient, scheduler: Scheduler, pods: Inform
     async def feed(path: str, handle: Callable[[dict[str, Any]], None], name: str, **query: str) -> None:
         counts[name] = 0
         async for page, _ in list_pages(api, path, **query):
-            for obj in page:
-                handle(obj)
+            await feed_page(page, handle)
             counts[name] += len(page)
 
     for group, version, plural, kind in WATCHED_OBJECTS:
