@@ -19,6 +19,7 @@ METRICS: tuple[tuple[str, str, str, bool], ...] = (
     ("peak_rss_mib", "peak RSS MiB", "{:.0f}", False),
     ("first_bind_s", "1st bind s", "{:.1f}", False),
     ("loop_lag_max_ms", "max loop lag ms", "{:.0f}", False),
+    ("loop_busy_max_ms", "of it own CPU ms", "{:.0f}", False),
 )
 CONTEXT_METRICS = ("apiserver_cpu_s", "etcd_cpu_s", "other_cpu_s", "other_cores", "harness_cpu_s", "window_s")
 # A run during which the rest of the machine used more than this many cores is "noisy": someone

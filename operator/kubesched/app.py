@@ -165,6 +165,7 @@ async def run_scheduler(options: RunOptions) -> None:
         (log.warning if lag.worst > lag.warn_after else log.info)(
             "event_loop_lag",
             worst_seconds=round(lag.worst, 3),
+            worst_own_cpu_seconds=round(lag.worst_busy, 3),
             stall_sites=[f"{count}x {site}" for site, count in lag.top_stall_sites()],
         )
         reconciling.cancel()

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import kopf
 
+from kubesched.kube import LIST_PAGE
 from kubesched.policies import API_GROUP, API_VERSION, PLURAL
 from kubesched.scheduler import Scheduler
 
@@ -60,7 +61,7 @@ def operator_settings() -> kopf.OperatorSettings:
     settings.scanning.disabled = True
     # Listings in pages, as ours are: at 5,000 nodes and 10,000 pods, one response per resource
     # (pods were Kopf's then) took peak RSS from 286 to 446 MiB and stalled the loop for 418 ms.
-    settings.watching.chunk_size = 500
+    settings.watching.chunk_size = LIST_PAGE
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330
     settings.watching.connect_timeout = 10

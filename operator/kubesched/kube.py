@@ -17,6 +17,10 @@ import kopf
 from kubernetes_asyncio import client, config
 
 IN_CLUSTER_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
+# Objects per listing request, ours and Kopf's. Each page is parsed in one piece on the event loop,
+# and the garbage collector runs inside the parse: pages of 500 nodes stalled the loop up to 170 ms,
+# pages of 100 under 80 ms, in the 5,000-node benchmark.
+LIST_PAGE = 100
 
 
 async def load_configuration(kubeconfig: str | None) -> client.Configuration:

@@ -79,3 +79,8 @@ EVENT_LOOP_LAG = Histogram(
     buckets=(0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5),
 )
 EVENT_LOOP_LAG_MAX = Gauge("kubesched_event_loop_lag_max_seconds", "The longest event loop lag seen so far.")
+EVENT_LOOP_BUSY_MAX = Gauge(
+    "kubesched_event_loop_busy_max_seconds",
+    "The longest event loop lag that the loop thread's own CPU time could account for (the rest of "
+    "a lag is waiting for a core or the GIL).",
+)

@@ -16,7 +16,7 @@ import structlog
 from kubernetes_asyncio import client
 
 from kubesched.handlers import NON_TERMINAL_PODS, WATCHED_OBJECTS
-from kubesched.kube import request
+from kubesched.kube import LIST_PAGE, request
 from kubesched.reconcile import Listing
 from kubesched.scheduler import Scheduler
 
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from kubesched.informer import Informer
 
 log = structlog.get_logger(__name__)
-PAGE = 500
+PAGE = LIST_PAGE
 SLICE = 100  # objects handled between yields to the event loop: 500 nodes at once stalled it 59 ms
 
 

@@ -76,3 +76,22 @@ async def test_an_idle_loop_samples_nothing() -> None:
     await asyncio.sleep(0.3)
     task.cancel()
     assert monitor.top_stall_sites() == []
+
+
+async def test_a_lag_the_loop_spent_waiting_is_not_counted_as_its_own_work() -> None:
+    monitor = LoopLagMonitor(interval=0.01)
+    task = asyncio.create_task(monitor.run())
+    await asyncio.sleep(0.05)
+    _handler_that_forgot_to_await(0.2)  # sleeps: late, but using no CPU
+    await asyncio.sleep(0.05)
+    assert monitor.worst >= 0.15 and monitor.worst_busy < 0.05
+    _spin(0.2)  # late and busy
+    await asyncio.sleep(0.05)
+    task.cancel()
+    assert 0.15 <= monitor.worst_busy <= monitor.worst
+
+
+def _spin(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
