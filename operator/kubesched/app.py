@@ -19,7 +19,7 @@ from kubesched.endpoints import Endpoints
 from kubesched.events import Recorder
 from kubesched.eviction import Evictor
 from kubesched.handlers import NON_TERMINAL_PODS, build_registry, operator_settings
-from kubesched.informer import Informer
+from kubesched.informer import Informer, name_of
 from kubesched.kube import TokenBucket, api_client, connection_info, load_configuration
 from kubesched.looplag import LoopLagMonitor, freeze_long_lived, tune_gc
 from kubesched.policies import PolicyStore
@@ -101,6 +101,13 @@ async def run_scheduler(options: RunOptions) -> None:
             shadows, policies.store, policies.writer, interval=options.shadow_status_interval
         )
         reporting = asyncio.create_task(reporter.run(), name="shadow-status")
+        nodes = Informer(
+            api,
+            "/api/v1/nodes",
+            scheduler.on_node,
+            relisted=lambda listing: scheduler.reconcile(listing, None),
+            key=name_of,
+        )
         pods = Informer(
             api,
             "/api/v1/pods",
@@ -108,8 +115,8 @@ async def run_scheduler(options: RunOptions) -> None:
             relisted=lambda listing: scheduler.reconcile(None, listing),
             query={"fieldSelector": NON_TERMINAL_PODS},
         )
-        await initial_sync(api, scheduler, pods)
-        watching_pods = asyncio.create_task(pods.run(), name="pod-watch")
+        await initial_sync(api, scheduler, nodes, pods)
+        watches = [asyncio.create_task(w.run(), name=f"watch {w.path}") for w in (nodes, pods)]
         freeze_long_lived()
         synced.set()
         # A re-list after a watch gap sends no DELETED for what vanished meanwhile: see reconcile.py.
@@ -169,7 +176,8 @@ async def run_scheduler(options: RunOptions) -> None:
             stall_sites=[f"{count}x {site}" for site, count in lag.top_stall_sites()],
         )
         reconciling.cancel()
-        watching_pods.cancel()
+        for watch in watches:
+            watch.cancel()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(reporter.flush(), 5.0)  # the last figures, while still leader
         if elector:

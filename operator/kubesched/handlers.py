@@ -4,8 +4,8 @@ policy controller; nothing else.
 Only `@on.event` handlers, all returning None: other handler kinds on pods would make Kopf
 write annotations or finalizers onto every pod, and a returned value would be patched into
 `status`. They are `async` so that they run on the event loop, which owns the cache and the
-queue (Kopf runs plain functions in a thread pool). Pods, the busy stream, have a watch of their
-own (informer.py), with kube-scheduler's non-terminal field selector.
+queue (Kopf runs plain functions in a thread pool). Pods and nodes, the busy streams, have
+watches of their own (informer.py); pods with kube-scheduler's non-terminal field selector.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def operator_settings() -> kopf.OperatorSettings:
     # Resources are discovered once at start-up (the SchedulerPolicy CRD included); no CRD watch.
     settings.scanning.disabled = True
     # Listings in pages, as ours are: at 5,000 nodes and 10,000 pods, one response per resource
-    # (pods were Kopf's then) took peak RSS from 286 to 446 MiB and stalled the loop for 418 ms.
+    # (nodes and pods were Kopf's then) took peak RSS from 286 to 446 MiB and stalled the loop 418 ms.
     settings.watching.chunk_size = LIST_PAGE
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330
@@ -81,10 +81,6 @@ def build_registry(
     @kopf.on.login(registry=registry)
     async def _login(**_: Any) -> kopf.ConnectionInfo:
         return login
-
-    @kopf.on.event("v1", "nodes", registry=registry)
-    async def _node(event: kopf.RawEvent, **_: Any) -> None:
-        scheduler.on_node(event.get("type"), event["object"])
 
     for group, version, plural, kind in WATCHED_OBJECTS:
         _watch_object(registry, scheduler, group, version, plural, kind)

@@ -1,14 +1,15 @@
-"""The pod watch: a list, then a watch from the listing's resourceVersion, fed straight to the
-scheduler, as client-go's informer does for kube-scheduler.
+"""The pod and node watches: a list, then a watch from the listing's resourceVersion, fed straight
+to the scheduler, as client-go's informers do for kube-scheduler.
 
-Pods are the one busy stream: every pod is seen pending, then bound, then on each status change.
-Kopf would give each pod a task and a queue of its own and run every event through its handler
-machinery, a third of the event loop's time at 250 binds/s on 5,000 nodes; here an event costs
-one JSON parse and the scheduler's own handling. Nodes, policies and the other kinds stay with Kopf.
+Pods and nodes are the busy streams: every pod is seen pending, then bound, then on each status
+change; nodes report status. Kopf would give each object a task and a queue of its own and run
+every event through its handler machinery: a third of the event loop's time at 250 binds/s on
+5,000 nodes. Here an event costs one JSON parse and the scheduler's own handling. SchedulerPolicies
+and the other kinds stay with Kopf.
 
 The watch resumes from the last resourceVersion it saw after a disconnect or a server timeout.
 When that version has been compacted away (`410 Gone`) it lists again, replays the listing and
-drops from the cache the pods the listing lacks: a gap sends no DELETED for what vanished in it.
+drops from the cache what the listing lacks: a gap sends no DELETED for what vanished in it.
 """
 
 from __future__ import annotations
@@ -31,6 +32,14 @@ log = structlog.get_logger(__name__)
 Handler = Callable[[str | None, Mapping[str, Any]], None]
 
 
+def uid_of(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("uid") or "")
+
+
+def name_of(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")
+
+
 class Expired(Exception):
     """The watch's resourceVersion is too old (`410 Gone`): list again."""
 
@@ -43,6 +52,7 @@ class Informer:
         handle: Handler,
         *,
         relisted: Callable[[Listing], object] | None = None,
+        key: Callable[[Mapping[str, Any]], str] = uid_of,
         query: Mapping[str, str] | None = None,
         server_timeout: int = 300,
         max_backoff: float = 10.0,
@@ -51,6 +61,7 @@ class Informer:
         self.path = path
         self.handle = handle
         self.relisted = relisted  # told the keys of each re-listing, to drop what it lacks
+        self.key = key
         self.query = dict(query or {})
         self.server_timeout = server_timeout
         self.max_backoff = max_backoff
@@ -66,7 +77,7 @@ class Informer:
         version = ""
         async for page, page_version in list_pages(self.api, self.path, **self.query):
             version = version or page_version
-            keys.update(str((obj.get("metadata") or {}).get("uid") or "") for obj in page)
+            keys.update(map(self.key, page))
             await feed_page(page, lambda obj: self._feed(None, obj))
             count += len(page)
         self.resource_version = version

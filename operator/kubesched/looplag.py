@@ -79,11 +79,12 @@ class LoopLagMonitor:
             self.unwatch_gc()
 
     def _watch(self, loop_thread: int, stop: threading.Event) -> None:
-        """Sample the loop thread's stack every `interval / 2` while it is late past `warn_after`.
-        A stall inside one C call (a large JSON parse) holds the GIL: its sample lands just after.
-        A sample in the selector means the loop was ready but waited for the CPU or the GIL."""
-        while not stop.wait(self.interval / 2):
-            if time.perf_counter() - self._beat > self.warn_after:
+        """Sample the loop thread's stack every `interval / 5` while it is late by half `warn_after`
+        (the samples are kept only if the lag goes on past it). A stall inside one C call (a large
+        JSON parse) holds the GIL: its sample lands just after. A sample in the selector means the
+        loop was ready but waited for the CPU or the GIL."""
+        while not stop.wait(self.interval / 5):
+            if time.perf_counter() - self._beat > self.warn_after / 2:
                 frame = sys._current_frames().get(loop_thread)
                 if frame is not None:
                     self._stalled[stack_site(frame)] += 1

@@ -241,17 +241,19 @@ class Scheduler:
         if event_type != "DELETED" and kind in _MOVING_KINDS:
             self.queue.move_all(f"{kind}Change")
 
-    def reconcile(self, nodes: Listing | None, pods: Listing) -> tuple[list[str], list[str]]:
+    def reconcile(self, nodes: Listing | None, pods: Listing | None) -> tuple[list[str], list[str]]:
         """Drop the nodes and pods that vanished before these listings (a watch gap hid their
-        DELETED events); nodes are left alone without a listing of them. Returns the node names
-        and pod uids dropped."""
+        DELETED events); a kind without a listing is left alone. Returns the node names and pod
+        uids dropped."""
         gone_nodes = stale(self._node_versions, nodes) if nodes is not None else []
         for name in gone_nodes:
             self._node_versions.pop(name, None)
             self.cache.remove_node(name)
-        versions = {pod.uid: pod.resource_version for pod in self.cache.pods()}
-        versions.update({uid: pod.resource_version for uid, pod in self._unbound.items()})
-        gone_pods = stale(versions, pods, keep=self._in_flight)
+        gone_pods: list[str] = []
+        if pods is not None:
+            versions = {pod.uid: pod.resource_version for pod in self.cache.pods()}
+            versions.update({uid: pod.resource_version for uid, pod in self._unbound.items()})
+            gone_pods = stale(versions, pods, keep=self._in_flight)
         for uid in gone_pods:
             self.cache.forget(uid)  # an assumption whose pod is gone, its bind long over
             self._drop_pod(uid)

@@ -2,8 +2,8 @@
 
 Kopf's watches list too, but give no signal when their listing is complete; scheduling before
 every bound pod is known would overcommit nodes. So the cache is filled from our own paginated
-LISTs first; Kopf's later events for the same objects are idempotent updates. Pods are listed by
-their own watch (informer.py), which then watches from that listing.
+LISTs first; Kopf's later events for the same objects are idempotent updates. Nodes and pods are
+listed by their own watches (informer.py), which then watch from those listings.
 """
 
 from __future__ import annotations
@@ -84,7 +84,9 @@ def collection_path(group: str, version: str, plural: str) -> str:
     return f"/api/{version}/{plural}" if not group else f"/apis/{group}/{version}/{plural}"
 
 
-async def initial_sync(api: client.ApiClient, scheduler: Scheduler, pods: Informer) -> dict[str, int]:
+async def initial_sync(
+    api: client.ApiClient, scheduler: Scheduler, nodes: Informer, pods: Informer
+) -> dict[str, int]:
     counts: dict[str, int] = {}
 
     async def feed(path: str, handle: Callable[[dict[str, Any]], None], name: str, **query: str) -> None:
@@ -99,9 +101,10 @@ async def initial_sync(api: client.ApiClient, scheduler: Scheduler, pods: Inform
             await feed(path, _object_handler(scheduler, kind), plural)
         except NotServed:
             log.info("api_not_served", path=path)
-    # Nodes before pods, so bound pods land on known nodes rather than in the orphan list.
-    await feed("/api/v1/nodes", lambda o: scheduler.on_node(None, o), "nodes")
-    counts["pods"] = await pods.list()  # the pod watch starts from this listing
+    # Nodes before pods, so bound pods land on known nodes rather than in the orphan list. Each
+    # watch starts from its listing.
+    counts["nodes"] = await nodes.list()
+    counts["pods"] = await pods.list()
     log.info("cache_synced", **counts)
     return counts
 
