@@ -33,7 +33,8 @@ from kubesched.devcluster import LocalControlPlane
 from kubesched.devcluster.binaries import ensure_binaries
 
 RESULTS_DIR = Path(__file__).resolve().parent.parent / "results"
-DEFAULT_BATCH = ("1000x2000", "5000x5000")
+# The last size is the memory case: 10,000 pods cached on 5,000 nodes.
+DEFAULT_BATCH = ("1000x2000", "5000x5000", "5000x10000")
 DEFAULT_STEADY = "1000x100x30"
 QUICK_BATCH = ("200x400",)
 QUICK_STEADY = "200x50x10"
