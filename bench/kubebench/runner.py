@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import sys
 import time
@@ -195,6 +196,7 @@ async def run_once(ctx: Context, scenario: Scenario, kind: str, repeat: int, ind
             status, detail = ERROR, f"creating pods failed: {pacer.exception()!r}"
 
         bound = {n: watcher.bound[n] for n in expected if n in watcher.bound}
+        _dump_pods(log_file.with_suffix(".pods.json"), bound, created_at)
         record.update(
             _figures(bound, created_at, started, scenario, sched.cpu),
             peak_rss_mib=round(sched.peak_rss / 2**20, 1),
@@ -313,6 +315,20 @@ async def _monitor(
             + (f"  created {len(created_at)}" if pacer is not None else ""),
             False,
         )
+
+
+def _dump_pods(path: Path, bound: dict[str, tuple[float, str]], created_at: dict[str, float]) -> None:
+    """Each pod's creation and bind times (wall clock, seconds) and node, for a look at the tail."""
+    to_wall = time.time() - time.monotonic()
+    rows = {
+        name: {
+            "created": round(created_at[name] + to_wall, 4) if name in created_at else None,
+            "bound": round(at + to_wall, 4),
+            "node": node,
+        }
+        for name, (at, node) in bound.items()
+    }
+    path.write_text(json.dumps(rows))
 
 
 def _figures(

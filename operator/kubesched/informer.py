@@ -25,7 +25,7 @@ import structlog
 from kubernetes_asyncio import client
 
 from kubesched.reconcile import Listing
-from kubesched.sync import feed_page, list_pages
+from kubesched.sync import SLICE, feed_page, list_pages
 
 log = structlog.get_logger(__name__)
 
@@ -129,9 +129,14 @@ class Informer:
                 raise Expired()
             if response.status >= 300:
                 raise RuntimeError(f"watching {self.path}: {response.status} {await response.text()}")
+            handled = 0
             async for line in response.content:
                 if line.strip():
                     self._event(json.loads(line))
+                    handled += 1
+                    if handled % SLICE == 0:
+                        # Reading buffered lines never suspends: a backlog would hold the loop.
+                        await asyncio.sleep(0)
         finally:
             response.release()
 

@@ -1,7 +1,8 @@
 """How long the event loop is blocked: the watch handlers, the bind replies and the queue share it,
 so a long stretch of work delays all of them (the elector runs on a loop of its own).
 
-A timer due every `interval` runs late by as long as the loop was busy when it fell due; the lateness
+A timer due every `interval` runs late by as long as the loop was busy when it fell due (a stall that
+begins just after the timer ran is seen up to `interval` short, hence a short interval); the lateness
 is observed into a histogram, the worst kept in a gauge, and a stretch over `warn_after` is logged.
 A watchdog thread samples the loop thread's stack while it is blocked, so that the log says where.
 """
@@ -25,7 +26,7 @@ log = structlog.get_logger(__name__)
 
 
 class LoopLagMonitor:
-    def __init__(self, interval: float = 0.05, warn_after: float = 0.05, warn_every: float = 10.0) -> None:
+    def __init__(self, interval: float = 0.01, warn_after: float = 0.05, warn_every: float = 10.0) -> None:
         self.interval = interval
         self.warn_after = warn_after
         self.warn_every = warn_every
@@ -79,11 +80,11 @@ class LoopLagMonitor:
             self.unwatch_gc()
 
     def _watch(self, loop_thread: int, stop: threading.Event) -> None:
-        """Sample the loop thread's stack every `interval / 5` while it is late by half `warn_after`
+        """Sample the loop thread's stack every `warn_after / 5` while it is late by half `warn_after`
         (the samples are kept only if the lag goes on past it). A stall inside one C call (a large
         JSON parse) holds the GIL: its sample lands just after. A sample in the selector means the
         loop was ready but waited for the CPU or the GIL."""
-        while not stop.wait(self.interval / 5):
+        while not stop.wait(max(self.warn_after / 5, 0.005)):
             if time.perf_counter() - self._beat > self.warn_after / 2:
                 frame = sys._current_frames().get(loop_thread)
                 if frame is not None:

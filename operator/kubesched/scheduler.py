@@ -46,6 +46,7 @@ log = structlog.get_logger(__name__)
 
 Outcome = ScheduleResult | FitError | Exception
 TERMINAL_PHASES = ("Succeeded", "Failed")
+APPLY_SLICE = 8  # decisions applied (assumed, binds started) per turn of the loop
 # Called after each decision with the pod, its algorithm, the snapshot and start index it saw (shadows).
 Observer = Callable[[Pod, Algorithm, Snapshot, int, Outcome], None]
 # Objects whose change may help an unschedulable pod (1.20's PvAdd, StorageClassAdd, CSINodeAdd...).
@@ -327,8 +328,12 @@ class Scheduler:
                 self.observe,
             )
             per_pod = (time.perf_counter() - started) / len(batch)
-            for entry, outcome in zip(batch, outcomes, strict=True):
+            for done, (entry, outcome) in enumerate(zip(batch, outcomes, strict=True), 1):
                 self._apply(entry, outcome, per_pod)
+                if done % APPLY_SLICE == 0 and done < len(batch):
+                    # The binds created so far send their requests before the next ones are made:
+                    # a whole batch at once kept the loop busy for 40-70 ms at 5,000 nodes.
+                    await asyncio.sleep(0)
 
     async def drain(self, grace: float = 10.0) -> None:
         """Stop taking pods and let the binds in flight finish."""
