@@ -131,6 +131,12 @@ def scenarios_from(args: argparse.Namespace) -> list[Scenario]:
     return found
 
 
+def is_full_run(args: argparse.Namespace, schedulers: list[str], repeats: int) -> bool:
+    """Every default size, every binder, at least three repeats: a run that may replace latest.*."""
+    default_sizes = not (args.batch or args.steady or args.no_batch or args.no_steady)
+    return default_sizes and set(schedulers) == set(ALL) and repeats >= 3
+
+
 def _numbers(text: str, count: int, usage: str) -> list[float]:
     parts = text.lower().split("x")
     try:
@@ -225,12 +231,17 @@ async def _main(args: argparse.Namespace) -> int:
     rows = report.summarise(runs, names, schedulers)
     found_ratios = report.ratios(rows, names)
     results = {"meta": meta, "summary": rows, "ratios": found_ratios, "runs": runs}
-    # Smoke runs keep only their latest result; full runs a timestamped one and latest.*; an
-    # interrupted run stays in the log directory.
+    # Smoke runs keep only their latest result, and so do runs of other sizes, binders or fewer
+    # repeats; the full run a timestamped one and latest.*; an interrupted run stays in the log directory.
     if interrupted:
         stems, results_dir = ["interrupted"], log_dir
     else:
-        stems = ["quick-latest"] if args.quick else [f"bench-{stamp}", "latest"]
+        if args.quick:
+            stems = ["quick-latest"]
+        elif is_full_run(args, schedulers, repeats):
+            stems = [f"bench-{stamp}", "latest"]
+        else:
+            stems = ["partial-latest"]
         results_dir = args.results_dir
     json_paths = report.write_json(results, [results_dir / f"{s}.json" for s in stems])
     print(report.table(rows, found_ratios, titles))
