@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from kubesched.informer import Informer
 
 log = structlog.get_logger(__name__)
-PAGE = LIST_PAGE
 SLICE = 100  # objects handled between yields to the event loop: 500 nodes at once stalled it 59 ms
 
 
@@ -52,7 +51,7 @@ async def list_pages(
     token = ""
     first = True
     while True:
-        params: list[tuple[str, Any]] = [("limit", PAGE), *query.items()]
+        params: list[tuple[str, Any]] = [("limit", LIST_PAGE), *query.items()]
         if token:
             params.append(("continue", token))
         status, body = await request(api, "GET", path, query=params, timeout=60)

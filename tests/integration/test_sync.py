@@ -13,7 +13,7 @@ async def test_listings_are_fed_a_page_at_a_time_and_miss_nothing(
     api: ApiClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await create_nodes(api, [make_node(f"page-{i}") for i in range(5)])
-    monkeypatch.setattr(sync, "PAGE", 2)
+    monkeypatch.setattr(sync, "LIST_PAGE", 2)
     pages = [(page, version) async for page, version in sync.list_pages(api, "/api/v1/nodes")]
     assert [len(page) for page, _ in pages] == [2, 2, 1]
     assert len({version for _, version in pages}) == 1
