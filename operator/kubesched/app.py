@@ -19,12 +19,13 @@ from kubesched.endpoints import Endpoints
 from kubesched.events import Recorder
 from kubesched.eviction import Evictor
 from kubesched.handlers import NON_TERMINAL_PODS, build_registry, operator_settings
-from kubesched.informer import Informer, name_of
+from kubesched.informer import Informer
 from kubesched.kube import TokenBucket, api_client, connection_info, load_configuration
 from kubesched.looplag import LoopLagMonitor, freeze_long_lived, tune_gc
 from kubesched.policies import PolicyStore
 from kubesched.policy_controller import PolicyController, PolicyStatusWriter
 from kubesched.queue import QueueSettings, SchedulingQueue
+from kubesched.reconcile import name_of
 from kubesched.scheduler import Scheduler, SchedulerSettings
 from kubesched.shadow import ShadowRunner
 from kubesched.shadow_reporter import DEFAULT_INTERVAL, ShadowReporter

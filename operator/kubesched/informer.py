@@ -24,20 +24,12 @@ import aiohttp
 import structlog
 from kubernetes_asyncio import client
 
-from kubesched.reconcile import Listing
+from kubesched.reconcile import Listing, uid_of
 from kubesched.sync import SLICE, feed_page, list_pages
 
 log = structlog.get_logger(__name__)
 
 Handler = Callable[[str | None, Mapping[str, Any]], None]
-
-
-def uid_of(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("uid") or "")
-
-
-def name_of(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("name") or "")
 
 
 class Expired(Exception):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +28,16 @@ class Listing:
     @classmethod
     def of(cls, keys: Iterable[str], resource_version: str) -> Listing:
         return cls(frozenset(keys), resource_version)
+
+
+def uid_of(obj: Mapping[str, Any]) -> str:
+    """A pod's key in a listing."""
+    return str((obj.get("metadata") or {}).get("uid") or "")
+
+
+def name_of(obj: Mapping[str, Any]) -> str:
+    """A node's key in a listing."""
+    return str((obj.get("metadata") or {}).get("name") or "")
 
 
 def version(rv: str) -> int | None:

@@ -17,7 +17,7 @@ from kubernetes_asyncio import client
 
 from kubesched.handlers import NON_TERMINAL_PODS, WATCHED_OBJECTS
 from kubesched.kube import LIST_PAGE, request
-from kubesched.reconcile import Listing
+from kubesched.reconcile import Listing, name_of, uid_of
 from kubesched.scheduler import Scheduler
 
 if TYPE_CHECKING:
@@ -129,8 +129,8 @@ async def reconcile_cache(api: client.ApiClient, scheduler: Scheduler) -> tuple[
     nodes, nodes_rv = await list_versioned(api, "/api/v1/nodes")
     pods, pods_rv = await list_versioned(api, "/api/v1/pods", fieldSelector=NON_TERMINAL_PODS)
     return scheduler.reconcile(
-        Listing.of(((n.get("metadata") or {}).get("name") or "" for n in nodes), nodes_rv),
-        Listing.of(((p.get("metadata") or {}).get("uid") or "" for p in pods), pods_rv),
+        Listing.of(map(name_of, nodes), nodes_rv),
+        Listing.of(map(uid_of, pods), pods_rv),
     )
 
 
