@@ -8,6 +8,8 @@ CLUSTER_DIR ?= .cluster
 SCHEDULER_NAME ?= kubesched
 POLICY ?= examples/policies/seed-policy.json
 PYTEST_ARGS ?=
+# The development package (local control plane, fixtures) is not installed: it lives in hack/.
+DEVPY := env PYTHONPATH=$(CURDIR)/hack $(BIN)/python
 
 .PHONY: all venv k8s lint fmt test test-unit test-integration test-reliability run cluster-up cluster-down demo bench clean
 
@@ -28,13 +30,13 @@ k8s:
 	bash hack/build-kubernetes.sh >/dev/null
 
 lint: venv
-	$(BIN)/ruff check operator tests bench
-	$(BIN)/ruff format --check operator tests bench
+	$(BIN)/ruff check operator hack tests bench
+	$(BIN)/ruff format --check operator hack tests bench
 	$(BIN)/mypy
 
 fmt: venv
-	$(BIN)/ruff format operator tests bench
-	$(BIN)/ruff check --fix operator tests bench
+	$(BIN)/ruff format operator hack tests bench
+	$(BIN)/ruff check --fix operator hack tests bench
 
 test-unit: venv
 	$(BIN)/pytest tests/unit -q $(PYTEST_ARGS)
@@ -51,13 +53,13 @@ test-reliability: venv k8s
 	$(BIN)/pytest tests -q --durations=15 $(PYTEST_ARGS)
 
 cluster-up: venv k8s
-	$(BIN)/python -m kubesched.devcluster up --dir $(CLUSTER_DIR)
+	$(DEVPY) -m kubesched_dev.devcluster up --dir $(CLUSTER_DIR)
 
 cluster-down: venv
-	$(BIN)/python -m kubesched.devcluster down --dir $(CLUSTER_DIR)
+	$(DEVPY) -m kubesched_dev.devcluster down --dir $(CLUSTER_DIR)
 
 demo: cluster-up
-	$(BIN)/python -m kubesched.devcluster demo --kubeconfig $(CLUSTER_DIR)/kubeconfig --scheduler-name $(SCHEDULER_NAME)
+	$(DEVPY) -m kubesched_dev.devcluster demo --kubeconfig $(CLUSTER_DIR)/kubeconfig --scheduler-name $(SCHEDULER_NAME)
 
 # With KUBECONFIG set, schedule in that cluster; otherwise start a local control plane with a demo workload.
 run: venv
@@ -74,7 +76,7 @@ endif
 BENCH_ARGS ?=
 bench: venv k8s
 	@$(BIN)/python -c "import matplotlib" 2>/dev/null || $(BIN)/pip install -q -e '.[dev,bench]'
-	$(BIN)/python bench/run.py $(BENCH_ARGS)
+	$(DEVPY) bench/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

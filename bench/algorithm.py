@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from kubesched.algorithm.generic import Algorithm, FitError
-from kubesched.algorithm.policy import compile_policy, default_algorithm, load_policy_file
 from kubesched.model.nodeinfo import ClusterObjects, NodeInfo, Snapshot
 from kubesched.model.objects import node_from_dict, pod_from_dict
+from kubesched.policy.compile import compile_policy, default_algorithm, load_policy_file
 
 sys.path.insert(0, str(Path(__file__).parent))
 from kubebench.workload import make_nodes, make_pods, make_services

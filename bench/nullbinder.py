@@ -25,7 +25,7 @@ import aiohttp
 from kubebench.kubeapi import ApiError, list_items, new_client, raw_session, watch_events
 from kubernetes_asyncio import client
 
-from kubesched.kube import TokenBucket
+from kubesched.kube.client import TokenBucket
 
 RETRIES = 5
 

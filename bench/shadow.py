@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from kubesched.algorithm.generic import Algorithm
-from kubesched.algorithm.policy import load_policy_file
-from kubesched.policies import PolicyStore
-from kubesched.scheduler import schedule_batch
-from kubesched.shadow import ShadowRunner
+from kubesched.policy.compile import load_policy_file
+from kubesched.policy.shadow import ShadowRunner
+from kubesched.policy.store import PolicyStore
+from kubesched.runtime.scheduler import schedule_batch
 
 sys.path.insert(0, str(Path(__file__).parent))
 from algorithm import SEED_POLICY, cluster

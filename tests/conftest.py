@@ -3,7 +3,7 @@
 Nothing here is autouse: unit tests never start the control plane. The first test that asks for
 `control_plane` (or `api`, `namespace`, `clean_nodes`) starts one for the whole session, about 7 s.
 
-Faster local iteration: `python -m kubesched.devcluster up`, then
+Faster local iteration: `python -m kubesched_dev.devcluster up`, then
 `KUBESCHED_TEST_KUBECONFIG=.cluster/kubeconfig pytest ...` reuses that control plane (and leaves it up).
 """
 
@@ -18,8 +18,8 @@ import pytest
 import pytest_asyncio
 from kubernetes_asyncio.client import ApiClient
 
-from kubesched import testing
-from kubesched.devcluster import ControlPlaneError, LocalControlPlane
+from kubesched_dev import fixtures as testing
+from kubesched_dev.devcluster import ControlPlaneError, LocalControlPlane
 
 REUSE_ENV = ("KUBESCHED_TEST_KUBECONFIG", "KUBECONFIG_TEST")
 
@@ -33,7 +33,7 @@ def control_plane() -> Iterator[LocalControlPlane]:
             cp = LocalControlPlane.attach(Path(reuse).resolve().parent)
         except ControlPlaneError as e:
             raise pytest.UsageError(
-                f"{reuse} must be a kubeconfig written by `python -m kubesched.devcluster up`: {e}"
+                f"{reuse} must be a kubeconfig written by `python -m kubesched_dev.devcluster up`: {e}"
             ) from e
         if not (cp.is_running() and cp.is_ready()):
             raise pytest.UsageError(f"the control plane of {reuse} is not up: run `devcluster up` again")

@@ -29,8 +29,8 @@ from kubebench.schedulers import (
     SetupError,
     kube_scheduler_version,
 )
-from kubesched.devcluster import LocalControlPlane
-from kubesched.devcluster.binaries import ensure_binaries
+from kubesched_dev.devcluster import LocalControlPlane
+from kubesched_dev.devcluster.binaries import ensure_binaries
 
 RESULTS_DIR = Path(__file__).resolve().parent.parent / "results"
 # The last size is the memory case: 10,000 pods cached on 5,000 nodes.

@@ -15,7 +15,7 @@ from typing import Any
 import aiohttp
 from kubernetes_asyncio import client, config
 
-from kubesched.kube import request
+from kubesched.kube.client import request
 
 
 class ApiError(RuntimeError):

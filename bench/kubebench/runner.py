@@ -24,7 +24,7 @@ from kubebench.kubeapi import call, list_items
 from kubebench.observe import BindWatcher
 from kubebench.procstat import ProcessSampler, machine_busy_seconds, self_cpu_seconds
 from kubebench.schedulers import NULL, SchedulerConfig, SchedulerProcess
-from kubesched.testing import create_nodes, create_pods, post_object
+from kubesched_dev.fixtures import create_nodes, create_pods, post_object
 
 BATCH = "batch"
 STEADY = "steady"

@@ -11,7 +11,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from kubesched.testing import make_node, make_pod
+from kubesched_dev.fixtures import make_node, make_pod
 
 ZONES = ("zone-a", "zone-b", "zone-c", "zone-d", "zone-e")
 REGION = "region-1"

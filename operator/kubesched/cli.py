@@ -9,7 +9,8 @@ from typing import Any
 
 import click
 
-from kubesched import __version__, logs
+from kubesched import __version__
+from kubesched.telemetry import logs
 
 
 class Duration(click.ParamType):  # type: ignore[type-arg]  # generic only from click 8.2
@@ -20,7 +21,7 @@ class Duration(click.ParamType):  # type: ignore[type-arg]  # generic only from 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
         if isinstance(value, int | float):
             return float(value)
-        from kubesched.election import parse_duration
+        from kubesched.kube.election import parse_duration
 
         try:
             return parse_duration(str(value))
@@ -181,9 +182,9 @@ def run(
         raise click.BadParameter(
             "must be positive and at most --pod-max-backoff", param_hint="--pod-initial-backoff"
         )
-    from kubesched.app import RunOptions
-    from kubesched.election import ElectionConfig, default_identity, default_namespace
-    from kubesched.queue import QueueSettings
+    from kubesched.app.run import RunOptions
+    from kubesched.kube.election import ElectionConfig, default_identity, default_namespace
+    from kubesched.runtime.queue import QueueSettings
 
     election = None
     if leader_elect:
@@ -214,10 +215,10 @@ def run(
         reconcile_interval=cache_reconcile_interval,
         percentage_of_nodes_to_score=percentage_of_nodes_to_score,
     )
-    from kubesched.algorithm.policy import PolicyError
+    from kubesched.policy.compile import PolicyError
 
     try:
-        from kubesched.app import run_scheduler
+        from kubesched.app.run import run_scheduler
 
         asyncio.run(run_scheduler(options))
     except PolicyError as exc:
@@ -250,8 +251,8 @@ def convert(file: Path, name: str | None, scheduler_name: str | None, output: st
 
     import yaml
 
-    from kubesched.algorithm.policy import PolicyError, compile_policy, load_policy_file
-    from kubesched.policies import is_object_name, policy_manifest
+    from kubesched.policy.compile import PolicyError, compile_policy, load_policy_file
+    from kubesched.policy.store import is_object_name, policy_manifest
 
     name = name or scheduler_name or "kubesched"
     if not is_object_name(name):
@@ -308,8 +309,8 @@ def explain(
 
     Runs the policy against the live cluster state (or a saved one) without binding anything.
     """
-    from kubesched.algorithm.policy import PolicyError
-    from kubesched.explain import PodNotFound, explain_live, explain_snapshot, render_json, render_table
+    from kubesched.policy.compile import PolicyError
+    from kubesched.tools.explain import PodNotFound, explain_live, explain_snapshot, render_json, render_table
 
     namespace, _, name = pod.partition("/")
     if not name or not namespace:
@@ -329,7 +330,7 @@ def explain(
 
 
 def _load_snapshot(path: str) -> Any:
-    from kubesched.snapshotfile import SnapshotError, load
+    from kubesched.tools.snapshot import SnapshotError, load
 
     try:
         return load(path)
@@ -339,8 +340,8 @@ def _load_snapshot(path: str) -> Any:
 
 async def _read_live(kubeconfig: str | None) -> Any:
 
-    from kubesched.kube import api_client, load_configuration
-    from kubesched.snapshotfile import read_cluster
+    from kubesched.kube.client import api_client, load_configuration
+    from kubesched.tools.snapshot import read_cluster
 
     conf = await load_configuration(kubeconfig)
     async with api_client(conf) as api:
@@ -416,9 +417,9 @@ def simulate(
     are. Pods are taken in the scheduler's queue order, ties broken with --seed: a kubesched
     started with that seed and policy on that cluster state binds them to the same nodes.
     """
-    from kubesched.algorithm.policy import PolicyError
-    from kubesched.explain import algorithm_for
-    from kubesched.simulate import (
+    from kubesched.policy.compile import PolicyError
+    from kubesched.tools.explain import algorithm_for
+    from kubesched.tools.simulate import (
         SimulateError,
         parse_label_selector,
         read_candidate,
@@ -426,7 +427,7 @@ def simulate(
         render_table,
         simulate,
     )
-    from kubesched.snapshotfile import STDIO
+    from kubesched.tools.snapshot import STDIO
 
     if policy_file in STDIO and nodes_from in STDIO:
         raise click.UsageError("--policy and --nodes-from cannot both read standard input")
@@ -476,7 +477,7 @@ def snapshot() -> None:
 def snapshot_save(file: str, kubeconfig: str | None) -> None:
     """Write the cluster state the scheduler sees (nodes, pods, the objects its plugins read,
     SchedulerPolicies) to FILE as JSON; - writes to standard output."""
-    from kubesched.snapshotfile import STDIO, save
+    from kubesched.tools.snapshot import STDIO, save
 
     state = asyncio.run(_read_live(kubeconfig))
     try:

@@ -11,8 +11,8 @@ import pytest
 import pytest_asyncio
 from kubernetes_asyncio.client import ApiClient
 
-from kubesched.devcluster import LocalControlPlane
-from kubesched.kube import request
+from kubesched.kube.client import request
+from kubesched_dev.devcluster import LocalControlPlane
 
 from ..integration.kubesched_process import KubeschedProcess
 from .replicas import LEASE_NAMESPACE, SEED_POLICY, LeaseHistory, Replica, free_port

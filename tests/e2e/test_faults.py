@@ -24,9 +24,9 @@ import aiohttp
 import pytest
 from kubernetes_asyncio.client import ApiClient
 
-from kubesched.devcluster import LocalControlPlane
-from kubesched.kube import request
-from kubesched.testing import create_nodes, create_pods, make_node, make_pod, wait_for
+from kubesched.kube.client import request
+from kubesched_dev.devcluster import LocalControlPlane
+from kubesched_dev.fixtures import create_nodes, create_pods, make_node, make_pod, wait_for
 
 from ..extender_server import ExtenderProcess
 from .replicas import (

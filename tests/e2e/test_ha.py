@@ -19,9 +19,9 @@ from datetime import datetime
 import pytest
 from kubernetes_asyncio.client import ApiClient
 
-from kubesched.devcluster import LocalControlPlane
-from kubesched.election import JITTER
-from kubesched.testing import create_pods, wait_for
+from kubesched.kube.election import JITTER
+from kubesched_dev.devcluster import LocalControlPlane
+from kubesched_dev.fixtures import create_pods, wait_for
 
 from .replicas import (
     DEFAULT,

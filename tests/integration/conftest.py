@@ -12,7 +12,7 @@ import pytest
 import pytest_asyncio
 from kubernetes_asyncio.client import ApiClient
 
-from kubesched.testing import install_crds
+from kubesched_dev.fixtures import install_crds
 
 from .test_policies import Policies
 

@@ -6,8 +6,8 @@ from typing import Any
 
 from kubernetes_asyncio.client import ApiClient
 
-from kubesched.kube import request
-from kubesched.testing import wait_for
+from kubesched.kube.client import request
+from kubesched_dev.fixtures import wait_for
 
 
 async def pods_by_name(api: ApiClient, namespace: str) -> dict[str, dict[str, Any]]:

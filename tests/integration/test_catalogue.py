@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from kubernetes_asyncio.client import ApiClient
 
-from kubesched.kube import request
-from kubesched.testing import create_nodes, create_pods, make_node, make_pod, wait_for
+from kubesched.kube.client import request
+from kubesched_dev.fixtures import create_nodes, create_pods, make_node, make_pod, wait_for
 
 from ..extender_server import ExtenderProcess
 from .kubeapi import pods_by_name

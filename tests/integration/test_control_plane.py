@@ -22,11 +22,11 @@ from kubernetes_asyncio.client import (
     V1ServiceAccount,
 )
 
-from kubesched.devcluster import LocalControlPlane
-from kubesched.devcluster.__main__ import main as devcluster_main
-from kubesched.devcluster.demo import NAMESPACE as DEMO_NAMESPACE
-from kubesched.devcluster.demo import ZONE_LABEL, create_demo
-from kubesched.testing import (
+from kubesched_dev.devcluster import LocalControlPlane
+from kubesched_dev.devcluster.__main__ import main as devcluster_main
+from kubesched_dev.devcluster.demo import NAMESPACE as DEMO_NAMESPACE
+from kubesched_dev.devcluster.demo import ZONE_LABEL, create_demo
+from kubesched_dev.fixtures import (
     create_nodes,
     create_pods,
     delete_namespace,

@@ -14,9 +14,9 @@ from typing import Any
 import pytest_asyncio
 from kubernetes_asyncio.client import ApiClient
 
-from kubesched.election import JITTER, ElectionConfig, LeaderElector, format_micro_time
-from kubesched.kube import request
-from kubesched.testing import wait_for
+from kubesched.kube.client import request
+from kubesched.kube.election import JITTER, ElectionConfig, LeaderElector, format_micro_time
+from kubesched_dev.fixtures import wait_for
 
 NAMESPACE = "kube-system"
 LEASE, RENEW, RETRY = 3.0, 2.0, 0.5

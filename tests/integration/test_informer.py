@@ -12,10 +12,10 @@ from typing import Any
 import pytest_asyncio
 from kubernetes_asyncio.client import ApiClient
 
-from kubesched.informer import Informer
-from kubesched.kube import request
-from kubesched.reconcile import Listing
-from kubesched.testing import create_pods, make_pod, wait_for
+from kubesched.kube.client import request
+from kubesched.kube.informer import Informer
+from kubesched.kube.listing import Listing
+from kubesched_dev.fixtures import create_pods, make_pod, wait_for
 
 
 class Seen:

@@ -19,11 +19,11 @@ import pytest_asyncio
 import yaml
 from kubernetes_asyncio.client import ApiClient
 
-from kubesched.devcluster import LocalControlPlane
-from kubesched.handlers import WATCHED_OBJECTS
-from kubesched.kube import request
-from kubesched.policies import API_GROUP, API_VERSION, PLURAL
-from kubesched.testing import (
+from kubesched.app.handlers import WATCHED_OBJECTS
+from kubesched.kube.client import request
+from kubesched.policy.store import API_GROUP, API_VERSION, PLURAL
+from kubesched_dev.devcluster import LocalControlPlane
+from kubesched_dev.fixtures import (
     create_nodes,
     create_pods,
     make_node,

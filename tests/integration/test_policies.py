@@ -18,12 +18,12 @@ import pytest
 import yaml
 from kubernetes_asyncio.client import ApiClient
 
-from kubesched.algorithm.policy import compile_policy, default_algorithm
-from kubesched.kube import request
-from kubesched.policies import PolicyStore
-from kubesched.policy_controller import PolicyController, PolicyStatusWriter
-from kubesched.scheduler import Scheduler, SchedulerSettings
-from kubesched.testing import (
+from kubesched.kube.client import request
+from kubesched.policy.compile import compile_policy, default_algorithm
+from kubesched.policy.controller import PolicyController, PolicyStatusWriter
+from kubesched.policy.store import PolicyStore
+from kubesched.runtime.scheduler import Scheduler, SchedulerSettings
+from kubesched_dev.fixtures import (
     create_nodes,
     create_pods,
     make_node,

@@ -18,10 +18,10 @@ import pytest
 import pytest_asyncio
 from kubernetes_asyncio.client import ApiClient
 
-from kubesched.kube import request
+from kubesched.kube.client import request
 from kubesched.model.objects import node_from_dict, pod_from_dict
 from kubesched.model.resources import sum_resources
-from kubesched.testing import (
+from kubesched_dev.fixtures import (
     PRIORITY_CLASS_PREFIX,
     create_nodes,
     create_pods,

@@ -21,13 +21,14 @@ from kubernetes_asyncio.client import ApiClient
 from prometheus_client.metrics import MetricWrapperBase
 from prometheus_client.registry import Collector
 
-from kubesched import metrics
-from kubesched.algorithm import predicates, priorities
 from kubesched.cli import main
-from kubesched.devcluster import LocalControlPlane
-from kubesched.kube import request
-from kubesched.policies import API_GROUP, API_VERSION, PLURAL, compile_spec
-from kubesched.testing import create_namespace, create_nodes, delete_namespace, make_node
+from kubesched.kube.client import request
+from kubesched.plugins import predicate_registry as predicates
+from kubesched.plugins import priority_registry as priorities
+from kubesched.policy.store import API_GROUP, API_VERSION, PLURAL, compile_spec
+from kubesched.telemetry import metrics
+from kubesched_dev.devcluster import LocalControlPlane
+from kubesched_dev.fixtures import create_namespace, create_nodes, delete_namespace, make_node
 
 REPO = Path(__file__).parents[2]
 README = (REPO / "README.md").read_text()
@@ -96,7 +97,7 @@ def test_every_predicate_and_priority_is_listed_once_with_its_aliases(
 
 
 def exported_metrics() -> dict[str, set[str]]:
-    """Metric name -> label names, for every metric kubesched.metrics defines."""
+    """Metric name -> label names, for every metric kubesched.telemetry.metrics defines."""
     exported = {}
     for collector in vars(metrics).values():
         if isinstance(collector, MetricWrapperBase):

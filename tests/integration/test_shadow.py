@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from kubernetes_asyncio.client import ApiClient
 
-from kubesched.testing import create_nodes, create_pods, make_node, make_pod, wait_for
+from kubesched_dev.fixtures import create_nodes, create_pods, make_node, make_pod, wait_for
 
 from .kubeapi import events_for, pods_by_name, wait_bound
 from .kubesched_process import KubeschedProcess

@@ -12,8 +12,8 @@ from typing import Any
 import yaml
 from kubernetes_asyncio.client import ApiClient
 
-from kubesched.policies import policy_manifest
-from kubesched.testing import create_nodes, create_pods, make_node, make_pod
+from kubesched.policy.store import policy_manifest
+from kubesched_dev.fixtures import create_nodes, create_pods, make_node, make_pod
 
 from .kubeapi import pods_by_name, wait_bound
 from .kubesched_process import KubeschedProcess

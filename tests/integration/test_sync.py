@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from kubernetes_asyncio.client import ApiClient
 
-from kubesched import sync
-from kubesched.testing import create_nodes, make_node
+from kubesched.app import startup as sync
+from kubesched_dev.fixtures import create_nodes, make_node
 
 
 async def test_listings_are_fed_a_page_at_a_time_and_miss_nothing(

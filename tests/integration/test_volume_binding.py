@@ -14,8 +14,8 @@ import pytest
 import pytest_asyncio
 from kubernetes_asyncio.client import ApiClient
 
-from kubesched.kube import request
-from kubesched.testing import create_nodes, create_pods, make_node, make_pod, post_object, wait_for
+from kubesched.kube.client import request
+from kubesched_dev.fixtures import create_nodes, create_pods, make_node, make_pod, post_object, wait_for
 
 from .kubeapi import events_for, pods_by_name
 from .kubesched_process import KubeschedProcess

@@ -8,9 +8,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kubesched.algorithm.framework import SKIP, Predicate, Priority
 from kubesched.model.nodeinfo import ClusterObjects, NodeInfo, Snapshot
 from kubesched.model.objects import Node, Pod, node_from_dict, pod_from_dict
+from kubesched.plugins.framework import SKIP, Predicate, Priority
 
 _uids = itertools.count()
 

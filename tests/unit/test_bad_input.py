@@ -23,15 +23,15 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubesched.algorithm.policy import MAX_WEIGHT, default_algorithm
-from kubesched.binder import Binder, BindOutcome, BindResult
 from kubesched.cli import main
-from kubesched.events import Recorder
+from kubesched.kube.binding import Binder, BindOutcome, BindResult
+from kubesched.kube.events import Recorder
 from kubesched.model.objects import Pod, node_from_dict, pod_from_dict
-from kubesched.policies import PolicyStore
-from kubesched.policy_controller import PolicyController
-from kubesched.scheduler import Scheduler, SchedulerSettings
-from kubesched.testing import make_node, make_pod
+from kubesched.policy.compile import MAX_WEIGHT, default_algorithm
+from kubesched.policy.controller import PolicyController
+from kubesched.policy.store import PolicyStore
+from kubesched.runtime.scheduler import Scheduler, SchedulerSettings
+from kubesched_dev.fixtures import make_node, make_pod
 
 NAME = "ks"
 EXAMPLES = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from kubebench.audit import audit
 from kubebench.workload import make_nodes, make_pods, parse_cpu, parse_memory, round_robin_fits
 
-from kubesched.testing import make_node, make_pod
+from kubesched_dev.fixtures import make_node, make_pod
 
 SMALL = make_node("small", cpu="1", memory="1Gi", pods="2", labels={"disktype": "hdd"})
 LARGE = make_node("large", cpu="8", memory="32Gi", pods="110", labels={"disktype": "ssd"})

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubesched.cache import SchedulerCache
 from kubesched.model.objects import Pod, node_from_dict, pod_from_dict
+from kubesched.runtime.cache import SchedulerCache
 
 
 def node(name: str, cpu: str = "4") -> Any:

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubesched.algorithm.policy import default_algorithm
-from kubesched.binder import Binder, BindOutcome, BindResult
-from kubesched.election import (
+from kubesched.kube.binding import Binder, BindOutcome, BindResult
+from kubesched.kube.client import TokenBucket
+from kubesched.kube.election import (
     Action,
     ElectionConfig,
     ElectionState,
@@ -23,12 +23,12 @@ from kubesched.election import (
     parse_duration,
     parse_micro_time,
 )
-from kubesched.events import Recorder
-from kubesched.kube import TokenBucket
+from kubesched.kube.events import Recorder
 from kubesched.model.objects import Pod, pod_from_dict
-from kubesched.queue import SchedulingQueue
-from kubesched.scheduler import Scheduler, SchedulerSettings
-from kubesched.testing import make_node, make_pod, wait_for
+from kubesched.policy.compile import default_algorithm
+from kubesched.runtime.queue import SchedulingQueue
+from kubesched.runtime.scheduler import Scheduler, SchedulerSettings
+from kubesched_dev.fixtures import make_node, make_pod, wait_for
 
 ME = "kubesched-a_1111"
 OTHER = "kubesched-b_2222"

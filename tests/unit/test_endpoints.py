@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from aiohttp.test_utils import TestClient, TestServer
 
-from kubesched import metrics
-from kubesched.cache import SchedulerCache
-from kubesched.endpoints import Endpoints
 from kubesched.model.objects import node_from_dict, pod_from_dict
-from kubesched.testing import make_node, make_pod
+from kubesched.runtime.cache import SchedulerCache
+from kubesched.telemetry import metrics
+from kubesched.telemetry.http_server import Endpoints
+from kubesched_dev.fixtures import make_node, make_pod
 
 
 async def test_ready_only_once_synced_alive_all_along_and_leadership_in_metrics() -> None:

@@ -9,8 +9,8 @@ import random
 import pytest
 
 from kubesched.algorithm.generic import FitError
-from kubesched.algorithm.policy import compile_policy
-from kubesched.explain import explain, render_json, render_table
+from kubesched.policy.compile import compile_policy
+from kubesched.tools.explain import explain, render_json, render_table
 
 from .algofixtures import make_node, make_pod, node_info, snapshot
 

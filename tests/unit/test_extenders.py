@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from kubesched.algorithm.generic import Algorithm, ExtenderFailure, FitError
-from kubesched.algorithm.policy import compile_policy
 from kubesched.algorithm.preemption import MSG_NO_CANDIDATE, Preemption, PreemptionOutcome, attempt
 from kubesched.model.objects import Pod
+from kubesched.policy.compile import compile_policy
 
 from ..extender_server import ExtenderProcess
 from .algofixtures import make_node, make_pod, node_info, snapshot

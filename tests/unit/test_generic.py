@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from kubesched.algorithm.framework import Priority
 from kubesched.algorithm.generic import Algorithm, FitError, WeightedPriority
-from kubesched.algorithm.policy import compile_policy
-from kubesched.algorithm.predicates.node_affinity import ERR_REASON_NODE_AFFINITY
-from kubesched.algorithm.predicates.node_resources import ERR_REASON_CPU, ERR_REASON_MEMORY
-from kubesched.algorithm.predicates.node_validity import ERR_REASON_INVALID_NODE
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod, node_from_dict
+from kubesched.plugins.framework import Priority
+from kubesched.plugins.node_affinity.filtering import ERR_REASON_NODE_AFFINITY
+from kubesched.plugins.node_resources.fit import ERR_REASON_CPU, ERR_REASON_MEMORY
+from kubesched.plugins.node_validity.filtering import ERR_REASON_INVALID_NODE
+from kubesched.policy.compile import compile_policy
 
 from .algofixtures import SEED_POLICY, make_node, make_pod, node_info, snapshot
 

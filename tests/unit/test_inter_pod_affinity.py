@@ -9,17 +9,17 @@ from typing import Any
 
 import pytest
 
-from kubesched.algorithm.framework import Reject
-from kubesched.algorithm.predicates.inter_pod_affinity import (
+from kubesched.model.nodeinfo import Snapshot
+from kubesched.model.objects import Pod
+from kubesched.plugins.framework import Reject
+from kubesched.plugins.inter_pod_affinity.filtering import (
     ERR_REASON_AFFINITY_NOT_MATCH,
     ERR_REASON_AFFINITY_RULES_NOT_MATCH,
     ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH,
     ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH,
     MatchInterPodAffinity,
 )
-from kubesched.algorithm.priorities.inter_pod_affinity import InterPodAffinityPriority
-from kubesched.model.nodeinfo import Snapshot
-from kubesched.model.objects import Pod
+from kubesched.plugins.inter_pod_affinity.scoring import InterPodAffinityPriority
 
 from .algofixtures import make_node, make_pod, node_info, run_filter, run_priority, snapshot
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from kubernetes_asyncio import client
 
-from kubesched.kube import api_client, environment_proxy
+from kubesched.kube.client import api_client, environment_proxy
 
 
 def test_a_proxy_comes_from_the_environment_unless_no_proxy_exempts_the_host(

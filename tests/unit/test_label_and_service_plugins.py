@@ -10,16 +10,13 @@ from typing import Any
 
 import pytest
 
-from kubesched.algorithm.policy import compile_policy
-from kubesched.algorithm.predicates.node_label import ERR_REASON_PRESENCE_VIOLATED, CheckNodeLabelPresence
-from kubesched.algorithm.predicates.service_affinity import (
-    ERR_REASON_SERVICE_AFFINITY,
-    CheckServiceAffinity,
-)
-from kubesched.algorithm.priorities.node_label import NodeLabelPriority
-from kubesched.algorithm.priorities.service_anti_affinity import ServiceAntiAffinityPriority
 from kubesched.model.nodeinfo import ClusterObjects, NodeInfo
 from kubesched.model.objects import Pod
+from kubesched.plugins.node_label.filtering import ERR_REASON_PRESENCE_VIOLATED, CheckNodeLabelPresence
+from kubesched.plugins.node_label.scoring import NodeLabelPriority
+from kubesched.plugins.service_affinity.filtering import ERR_REASON_SERVICE_AFFINITY, CheckServiceAffinity
+from kubesched.plugins.service_affinity.scoring import ServiceAntiAffinityPriority
+from kubesched.policy.compile import compile_policy
 
 from .algofixtures import make_node, make_pod, node_info, run_filter, run_priority, snapshot
 

@@ -12,7 +12,11 @@ from typing import Any
 
 import pytest
 
-from kubesched.algorithm.predicates.node_conditions import (
+from kubesched.model.nodeinfo import NodeInfo
+from kubesched.model.objects import node_from_dict, pod_from_dict
+from kubesched.plugins.image_locality.scoring import ImageLocalityPriority, normalized_image_name
+from kubesched.plugins.node_affinity.scoring import NodeAffinityPriority
+from kubesched.plugins.node_conditions.filtering import (
     ERR_REASON_DISK_PRESSURE,
     ERR_REASON_MEMORY_PRESSURE,
     ERR_REASON_NETWORK_UNAVAILABLE,
@@ -24,19 +28,15 @@ from kubesched.algorithm.predicates.node_conditions import (
     CheckNodeMemoryPressure,
     CheckNodePIDPressure,
 )
-from kubesched.algorithm.predicates.taint_toleration import (
-    ERR_REASON_NOT_MATCH_1_17,
-    PodToleratesNodeNoExecuteTaints,
-)
-from kubesched.algorithm.priorities.image_locality import ImageLocalityPriority, normalized_image_name
-from kubesched.algorithm.priorities.node_affinity import NodeAffinityPriority
-from kubesched.algorithm.priorities.node_prefer_avoid_pods import (
+from kubesched.plugins.node_prefer_avoid_pods.scoring import (
     PREFER_AVOID_PODS_ANNOTATION,
     NodePreferAvoidPodsPriority,
 )
-from kubesched.algorithm.priorities.taint_toleration import TaintTolerationPriority
-from kubesched.model.nodeinfo import NodeInfo
-from kubesched.model.objects import node_from_dict, pod_from_dict
+from kubesched.plugins.taint_toleration.filtering import (
+    ERR_REASON_NOT_MATCH_1_17,
+    PodToleratesNodeNoExecuteTaints,
+)
+from kubesched.plugins.taint_toleration.scoring import TaintTolerationPriority
 
 from .algofixtures import container, make_node, make_pod, node_info, run_filter, run_priority
 

@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from kubesched.algorithm.predicates.pod_topology_spread import (
+from kubesched.model.nodeinfo import ClusterObjects, Snapshot
+from kubesched.model.objects import Pod
+from kubesched.plugins.pod_topology_spread.filtering import (
     ERR_REASON_CONSTRAINTS_NOT_MATCH,
     ERR_REASON_NODE_LABEL_NOT_MATCH,
     EvenPodsSpread,
 )
-from kubesched.algorithm.priorities.pod_topology_spread import PodTopologySpreadPriority
-from kubesched.model.nodeinfo import ClusterObjects, Snapshot
-from kubesched.model.objects import Pod
+from kubesched.plugins.pod_topology_spread.scoring import PodTopologySpreadPriority
 
 from .algofixtures import make_node, make_pod, node_info, run_filter, run_priority, snapshot
 

@@ -10,15 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from kubesched.algorithm.policy import PolicyError, compile_policy, default_algorithm
-from kubesched.policies import (
-    ACCEPTED,
-    ACTIVE,
-    PolicyStore,
-    compile_spec,
-    merge_patch,
-    policy_manifest,
-)
+from kubesched.policy.compile import PolicyError, compile_policy, default_algorithm
+from kubesched.policy.store import ACCEPTED, ACTIVE, PolicyStore, compile_spec, merge_patch, policy_manifest
 
 OWN = "kubesched"
 T0 = "2024-01-01T00:00:00Z"

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from kubesched.algorithm.policy import PolicyError, compile_policy, default_algorithm, load_policy_file
-from kubesched.algorithm.predicates.node_label import CheckNodeLabelPresence
-from kubesched.algorithm.predicates.node_resources import PodFitsResources
-from kubesched.algorithm.priorities.inter_pod_affinity import InterPodAffinityPriority
-from kubesched.algorithm.priorities.pod_topology_spread import PodTopologySpreadPriority
-from kubesched.algorithm.priorities.selector_spread import SelectorSpreadPriority
+from kubesched.plugins.inter_pod_affinity.scoring import InterPodAffinityPriority
+from kubesched.plugins.node_label.filtering import CheckNodeLabelPresence
+from kubesched.plugins.node_resources.fit import PodFitsResources
+from kubesched.plugins.pod_topology_spread.scoring import PodTopologySpreadPriority
+from kubesched.plugins.selector_spread.scoring import SelectorSpreadPriority
+from kubesched.policy.compile import PolicyError, compile_policy, default_algorithm, load_policy_file
 
 from .algofixtures import SEED_POLICY, make_pod
 

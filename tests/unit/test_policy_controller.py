@@ -9,13 +9,13 @@ from typing import Any, cast
 import pytest
 from kubernetes_asyncio.client import ApiClient
 
-from kubesched import policy_controller
-from kubesched.algorithm.policy import default_algorithm
-from kubesched.binder import Binder
-from kubesched.events import Recorder
-from kubesched.policies import PolicyStore
-from kubesched.policy_controller import PolicyController, PolicyStatusWriter
-from kubesched.scheduler import Scheduler, SchedulerSettings
+from kubesched.kube.binding import Binder
+from kubesched.kube.events import Recorder
+from kubesched.policy import controller as policy_controller
+from kubesched.policy.compile import default_algorithm
+from kubesched.policy.controller import PolicyController, PolicyStatusWriter
+from kubesched.policy.store import PolicyStore
+from kubesched.runtime.scheduler import Scheduler, SchedulerSettings
 
 OWN = "own"
 MOST = {"priorities": [{"name": "MostRequestedPriority", "weight": 1}]}

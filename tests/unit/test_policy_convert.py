@@ -10,7 +10,7 @@ import yaml
 from click.testing import CliRunner
 
 from kubesched.cli import main
-from kubesched.policies import compile_spec
+from kubesched.policy.store import compile_spec
 
 SEED_POLICY = Path(__file__).parents[2] / "examples" / "policies" / "seed-policy.json"
 

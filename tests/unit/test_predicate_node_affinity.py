@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from kubesched.algorithm.predicates.node_affinity import ERR_REASON_NODE_AFFINITY, MatchNodeSelector
+from kubesched.plugins.node_affinity.filtering import ERR_REASON_NODE_AFFINITY, MatchNodeSelector
 
 from .algofixtures import make_node, make_pod, node_info, run_filter
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubesched.algorithm.predicates.node_ports import ERR_REASON_PORTS, PodFitsHostPorts
+from kubesched.plugins.node_ports.filtering import ERR_REASON_PORTS, PodFitsHostPorts
 
 from .algofixtures import make_node, make_pod, node_info, run_filter
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubesched.algorithm.predicates.node_resources import (
+from kubesched.plugins.node_resources.fit import (
     ERR_REASON_CPU,
     ERR_REASON_EPHEMERAL_STORAGE,
     ERR_REASON_MEMORY,

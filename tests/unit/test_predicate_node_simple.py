@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from kubesched.algorithm.predicates.node_name import ERR_REASON_HOSTNAME, HostName
-from kubesched.algorithm.predicates.node_unschedulable import ERR_REASON_UNSCHEDULABLE, CheckNodeUnschedulable
-from kubesched.algorithm.predicates.taint_toleration import PodToleratesNodeTaints
+from kubesched.plugins.node_name.filtering import ERR_REASON_HOSTNAME, HostName
+from kubesched.plugins.node_unschedulable.filtering import ERR_REASON_UNSCHEDULABLE, CheckNodeUnschedulable
+from kubesched.plugins.taint_toleration.filtering import PodToleratesNodeTaints
 
 from .algofixtures import make_node, make_pod, node_info, run_filter
 

@@ -9,16 +9,16 @@ from typing import Any
 
 import pytest
 
-from kubesched.algorithm.framework import SKIP, Reject
-from kubesched.algorithm.predicates.volume_binding import (
+from kubesched.model.nodeinfo import ClusterObjects
+from kubesched.model.objects import Pod
+from kubesched.plugins.framework import SKIP, Reject
+from kubesched.plugins.volume_binding.filtering import (
     ERR_REASON_BIND_CONFLICT,
     ERR_REASON_NODE_CONFLICT,
     ERR_REASON_PV_NOT_EXIST,
     ERR_REASON_UNBOUND_IMMEDIATE,
     CheckVolumeBinding,
 )
-from kubesched.model.nodeinfo import ClusterObjects
-from kubesched.model.objects import Pod
 
 from .algofixtures import make_node, make_pod, node_info, run_filter, snapshot
 

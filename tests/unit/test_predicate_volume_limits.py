@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 
-from kubesched.algorithm.framework import SKIP, Reject
-from kubesched.algorithm.predicates.volume_limits import (
+from kubesched.model.nodeinfo import ClusterObjects
+from kubesched.model.objects import Pod
+from kubesched.plugins.framework import SKIP, Reject
+from kubesched.plugins.node_volume_limits.filtering import (
     ERR_REASON_CLAIM_WITHOUT_NAME,
     ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED,
     MaxCSIVolumeCount,
@@ -18,8 +20,6 @@ from kubesched.algorithm.predicates.volume_limits import (
     MaxGCEPDVolumeCount,
     csi_attach_limit_key,
 )
-from kubesched.model.nodeinfo import ClusterObjects
-from kubesched.model.objects import Pod
 
 from .algofixtures import make_node, make_pod, node_info, run_filter, snapshot
 

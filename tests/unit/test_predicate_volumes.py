@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from kubesched.algorithm.predicates.volume_restrictions import ERR_REASON_DISK_CONFLICT, NoDiskConflict
-from kubesched.algorithm.predicates.volume_zone import ERR_REASON_VOLUME_ZONE, NoVolumeZoneConflict
 from kubesched.model.nodeinfo import ClusterObjects
+from kubesched.plugins.volume_restrictions.filtering import ERR_REASON_DISK_CONFLICT, NoDiskConflict
+from kubesched.plugins.volume_zone.filtering import ERR_REASON_VOLUME_ZONE, NoVolumeZoneConflict
 
 from .algofixtures import make_node, make_pod, node_info, run_filter, snapshot
 

@@ -13,7 +13,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubesched.algorithm.generic import FitError
-from kubesched.algorithm.policy import compile_policy, default_algorithm
 from kubesched.algorithm.preemption import (
     ERR_REASON_NO_VICTIMS,
     ERR_REASON_NOT_HELPFUL,
@@ -29,8 +28,9 @@ from kubesched.algorithm.preemption import (
 from kubesched.model.disruption import DisruptionBudget, budget_from_dict
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
-from kubesched.nominator import with_nominated
-from kubesched.scheduler import schedule_batch
+from kubesched.policy.compile import compile_policy, default_algorithm
+from kubesched.runtime.nominator import with_nominated
+from kubesched.runtime.scheduler import schedule_batch
 
 from .algofixtures import make_node, make_pod, node_info, snapshot
 

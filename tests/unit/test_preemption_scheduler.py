@@ -9,14 +9,14 @@ from typing import Any, cast
 
 import pytest_asyncio
 
-from kubesched.algorithm.policy import default_algorithm
-from kubesched.binder import Binder, BindOutcome
-from kubesched.events import Recorder
-from kubesched.eviction import Evictor
+from kubesched.kube.binding import Binder, BindOutcome
+from kubesched.kube.events import Recorder
+from kubesched.kube.eviction import Evictor
 from kubesched.model.objects import Pod
-from kubesched.queue import QueueSettings, SchedulingQueue
-from kubesched.scheduler import Scheduler, SchedulerSettings
-from kubesched.testing import make_node, make_pod, wait_for
+from kubesched.policy.compile import default_algorithm
+from kubesched.runtime.queue import QueueSettings, SchedulingQueue
+from kubesched.runtime.scheduler import Scheduler, SchedulerSettings
+from kubesched_dev.fixtures import make_node, make_pod, wait_for
 
 NAME = "ks"
 

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from kubesched.algorithm.priorities.most_requested import MostRequestedPriority
-from kubesched.algorithm.priorities.requested_to_capacity_ratio import (
+from kubesched.model.objects import Node
+from kubesched.plugins.node_resources.most_allocated import MostRequestedPriority
+from kubesched.plugins.node_resources.requested_to_capacity_ratio import (
     RequestedToCapacityRatioPriority,
     broken_linear,
 )
-from kubesched.algorithm.priorities.resource_limits import ResourceLimitsPriority
-from kubesched.model.objects import Node
+from kubesched.plugins.node_resources.resource_limits import ResourceLimitsPriority
 
 from .algofixtures import container, make_node, make_pod, node_info, run_priority
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from kubesched.algorithm.priorities.balanced_allocation import BalancedResourceAllocation
-from kubesched.algorithm.priorities.least_requested import LeastRequestedPriority, least_requested_score
-from kubesched.algorithm.priorities.resource_allocation import scoring_request
 from kubesched.model.objects import Pod
+from kubesched.plugins.node_resources.balanced_allocation import BalancedResourceAllocation
+from kubesched.plugins.node_resources.least_allocated import LeastRequestedPriority, least_requested_score
+from kubesched.plugins.node_resources.resource_allocation import scoring_request
 
 from .algofixtures import container, make_node, make_pod, node_info, run_priority
 

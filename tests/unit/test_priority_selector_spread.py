@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from kubesched.algorithm.priorities.selector_spread import SelectorSpreadPriority, default_selector
 from kubesched.model.nodeinfo import ClusterObjects
+from kubesched.plugins.selector_spread.scoring import SelectorSpreadPriority, default_selector
 
 from .algofixtures import make_node, make_pod, node_info, run_priority, snapshot
 

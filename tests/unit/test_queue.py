@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from kubesched.model.objects import Pod, pod_from_dict
-from kubesched.queue import ACTIVE, BACKOFF, UNSCHEDULABLE, QueueSettings, SchedulingQueue
+from kubesched.runtime.queue import ACTIVE, BACKOFF, UNSCHEDULABLE, QueueSettings, SchedulingQueue
 
 
 class Clock:

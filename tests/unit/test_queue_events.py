@@ -11,13 +11,13 @@ import pytest
 from click.testing import CliRunner
 from prometheus_client import REGISTRY
 
-from kubesched.algorithm.policy import default_algorithm
-from kubesched.binder import Binder
 from kubesched.cli import main
-from kubesched.events import Recorder
-from kubesched.queue import ACTIVE, BACKOFF, UNSCHEDULABLE, QueueSettings, SchedulingQueue
-from kubesched.scheduler import Scheduler, SchedulerSettings
-from kubesched.testing import make_node, make_pod
+from kubesched.kube.binding import Binder
+from kubesched.kube.events import Recorder
+from kubesched.policy.compile import default_algorithm
+from kubesched.runtime.queue import ACTIVE, BACKOFF, UNSCHEDULABLE, QueueSettings, SchedulingQueue
+from kubesched.runtime.scheduler import Scheduler, SchedulerSettings
+from kubesched_dev.fixtures import make_node, make_pod
 
 from .test_queue import Clock, pod
 

@@ -8,13 +8,13 @@ from typing import Any, cast
 
 import pytest
 
-from kubesched.algorithm.policy import default_algorithm
-from kubesched.binder import Binder, BindOutcome, BindResult
-from kubesched.events import Recorder
+from kubesched.kube.binding import Binder, BindOutcome, BindResult
+from kubesched.kube.events import Recorder
+from kubesched.kube.listing import Listing, not_newer, stale
 from kubesched.model.objects import Pod
-from kubesched.reconcile import Listing, not_newer, stale
-from kubesched.scheduler import Scheduler, SchedulerSettings
-from kubesched.testing import make_node, make_pod, wait_for
+from kubesched.policy.compile import default_algorithm
+from kubesched.runtime.scheduler import Scheduler, SchedulerSettings
+from kubesched_dev.fixtures import make_node, make_pod, wait_for
 
 NAME = "ks"
 

@@ -6,13 +6,13 @@ import random
 from typing import Any, cast
 
 from kubesched.algorithm.generic import FitError, ScheduleResult
-from kubesched.algorithm.policy import compile_policy, default_algorithm
-from kubesched.binder import Binder
-from kubesched.cache import SchedulerCache
-from kubesched.events import Recorder
+from kubesched.kube.binding import Binder
+from kubesched.kube.events import Recorder
 from kubesched.model.objects import node_from_dict, pod_from_dict
-from kubesched.scheduler import Scheduler, SchedulerSettings, schedule_batch
-from kubesched.testing import make_node, make_pod
+from kubesched.policy.compile import compile_policy, default_algorithm
+from kubesched.runtime.cache import SchedulerCache
+from kubesched.runtime.scheduler import Scheduler, SchedulerSettings, schedule_batch
+from kubesched_dev.fixtures import make_node, make_pod
 
 OWN = "own"
 PICKY = {"disktype": "ssd"}  # no node has this label

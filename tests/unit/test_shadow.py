@@ -9,12 +9,10 @@ from typing import Any
 import pytest
 
 from kubesched.algorithm.generic import Algorithm, FitError, ScheduleResult
-from kubesched.algorithm.policy import compile_policy
 from kubesched.model.nodeinfo import Snapshot
 from kubesched.model.objects import Pod, node_from_dict, pod_from_dict
-from kubesched.policies import ACTIVE, PolicyStore
-from kubesched.scheduler import schedule_batch
-from kubesched.shadow import (
+from kubesched.policy.compile import compile_policy
+from kubesched.policy.shadow import (
     MAX_RECENT,
     Comparison,
     ShadowRunner,
@@ -25,8 +23,10 @@ from kubesched.shadow import (
     fold_figures,
     sampled,
 )
-from kubesched.shadow_reporter import ShadowReporter
-from kubesched.testing import make_node, make_pod
+from kubesched.policy.shadow_status import ShadowReporter
+from kubesched.policy.store import ACTIVE, PolicyStore
+from kubesched.runtime.scheduler import schedule_batch
+from kubesched_dev.fixtures import make_node, make_pod
 
 from .test_policies import condition, policy
 

@@ -11,12 +11,12 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from kubesched.algorithm.policy import compile_policy, default_algorithm
 from kubesched.cli import main
-from kubesched.policies import policy_manifest
-from kubesched.simulate import SimulateError, parse_label_selector, simulate
-from kubesched.snapshotfile import ClusterState, SnapshotError, load, save
-from kubesched.testing import make_node, make_pod
+from kubesched.policy.compile import compile_policy, default_algorithm
+from kubesched.policy.store import policy_manifest
+from kubesched.tools.simulate import SimulateError, parse_label_selector, simulate
+from kubesched.tools.snapshot import ClusterState, SnapshotError, load, save
+from kubesched_dev.fixtures import make_node, make_pod
 
 OWN = "kubesched"
 LEAST = compile_policy({"priorities": [{"name": "LeastRequestedPriority", "weight": 1}]})

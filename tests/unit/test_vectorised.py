@@ -18,12 +18,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubesched.algorithm.generic import Algorithm, FitError
-from kubesched.algorithm.policy import compile_policy, default_algorithm
-from kubesched.cache import SchedulerCache
 from kubesched.model.nodeinfo import ClusterObjects, NodeInfo, Snapshot
 from kubesched.model.objects import node_from_dict, pod_from_dict
 from kubesched.model.table import LIMIT, NodeColumns, NodeUsage
-from kubesched.testing import make_node, make_pod
+from kubesched.policy.compile import compile_policy, default_algorithm
+from kubesched.runtime.cache import SchedulerCache
+from kubesched_dev.fixtures import make_node, make_pod
 
 from .algofixtures import SEED_POLICY
 

@@ -9,13 +9,7 @@ import random
 import pytest
 
 from kubesched.algorithm.generic import FitError, ScheduleResult
-from kubesched.algorithm.policy import compile_policy, default_algorithm
-from kubesched.algorithm.predicates.volume_binding import ANN_SELECTED_NODE, ERR_REASON_BIND_CONFLICT
-from kubesched.cache import SchedulerCache
-from kubesched.model.nodeinfo import Snapshot
-from kubesched.model.objects import Pod
-from kubesched.scheduler import schedule_batch
-from kubesched.volumebinder import (
+from kubesched.kube.volumes import (
     ANN_BOUND_BY_CONTROLLER,
     ScheduledWithVolumes,
     VolumeBindingError,
@@ -23,6 +17,12 @@ from kubesched.volumebinder import (
     assume_pod_volumes,
     forget_in_cache,
 )
+from kubesched.model.nodeinfo import Snapshot
+from kubesched.model.objects import Pod
+from kubesched.plugins.volume_binding.filtering import ANN_SELECTED_NODE, ERR_REASON_BIND_CONFLICT
+from kubesched.policy.compile import compile_policy, default_algorithm
+from kubesched.runtime.cache import SchedulerCache
+from kubesched.runtime.scheduler import schedule_batch
 
 from .algofixtures import make_node, make_pod, node_info
 from .test_predicate_volume_binding import NODE_A, NODE_B, objects, pv, pvc

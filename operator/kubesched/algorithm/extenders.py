@@ -47,16 +47,10 @@ from urllib.parse import urlsplit
 
 import structlog
 
-from kubesched.algorithm.arguments import (
-    ArgumentError,
-    require_bool,
-    require_int,
-    require_object,
-    require_str,
-)
 from kubesched.model.nodeinfo import NodeInfo
 from kubesched.model.objects import Node, Pod
 from kubesched.model.selectors import qualified_name_error
+from kubesched.plugins.arguments import ArgumentError, require_bool, require_int, require_object, require_str
 
 log = structlog.get_logger(__name__)
 

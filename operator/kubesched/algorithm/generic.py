@@ -20,11 +20,11 @@ import numpy as np
 import numpy.typing as npt
 
 from kubesched.algorithm.extenders import ExtenderError, HTTPExtender, run_filters, run_prioritizers
-from kubesched.algorithm.framework import SKIP, Predicate, Priority, Reject
-from kubesched.algorithm.predicates.node_validity import ERR_REASON_INVALID_NODE
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
 from kubesched.model.table import NodeTable
+from kubesched.plugins.framework import SKIP, Predicate, Priority, Reject
+from kubesched.plugins.node_validity.filtering import ERR_REASON_INVALID_NODE
 
 K = TypeVar("K")
 V = TypeVar("V")

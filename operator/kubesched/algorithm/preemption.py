@@ -36,19 +36,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubesched.algorithm.extenders import ExtenderError, HTTPExtender, Victims, run_preemption
-from kubesched.algorithm.framework import SKIP, Predicate, Reject
 from kubesched.algorithm.generic import ExtenderFailure, FitError
-from kubesched.algorithm.predicates import inter_pod_affinity as ipa
-from kubesched.algorithm.predicates import node_conditions, node_label, node_unschedulable, volume_binding
-from kubesched.algorithm.predicates.node_affinity import ERR_REASON_NODE_AFFINITY
-from kubesched.algorithm.predicates.node_name import ERR_REASON_HOSTNAME
-from kubesched.algorithm.predicates.node_validity import ERR_REASON_INVALID_NODE
-from kubesched.algorithm.predicates.pod_topology_spread import ERR_REASON_NODE_LABEL_NOT_MATCH
-from kubesched.algorithm.predicates.taint_toleration import ERR_REASON_NOT_MATCH_1_17
-from kubesched.algorithm.predicates.volume_zone import ERR_REASON_VOLUME_ZONE
 from kubesched.model.disruption import DisruptionBudget
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
+from kubesched.plugins.framework import SKIP, Predicate, Reject
+from kubesched.plugins.inter_pod_affinity import filtering as ipa
+from kubesched.plugins.node_affinity.filtering import ERR_REASON_NODE_AFFINITY
+from kubesched.plugins.node_conditions import filtering as node_conditions
+from kubesched.plugins.node_label import filtering as node_label
+from kubesched.plugins.node_name.filtering import ERR_REASON_HOSTNAME
+from kubesched.plugins.node_unschedulable import filtering as node_unschedulable
+from kubesched.plugins.node_validity.filtering import ERR_REASON_INVALID_NODE
+from kubesched.plugins.pod_topology_spread.filtering import ERR_REASON_NODE_LABEL_NOT_MATCH
+from kubesched.plugins.taint_toleration.filtering import ERR_REASON_NOT_MATCH_1_17
+from kubesched.plugins.volume_binding import filtering as volume_binding
+from kubesched.plugins.volume_zone.filtering import ERR_REASON_VOLUME_ZONE
 
 PREEMPT_NEVER = "Never"
 MIN_CANDIDATE_NODES_PERCENTAGE = 10  # DefaultPreemptionArgs defaults

@@ -1,0 +1,1 @@
+"""Development machinery: the local control plane, and fixtures shared by tests, bench and demo."""

@@ -1,0 +1,207 @@
+"""Assembling and running the scheduler process: client, cache, loop, Kopf watches, shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import kopf
+import structlog
+
+from kubesched.app.handlers import NON_TERMINAL_PODS, build_registry, operator_settings
+from kubesched.app.startup import initial_sync, keep_reconciling, sync_bound_pods
+from kubesched.kube.binding import Binder
+from kubesched.kube.client import TokenBucket, api_client, connection_info, load_configuration
+from kubesched.kube.election import ElectionConfig, ElectionThread
+from kubesched.kube.events import Recorder
+from kubesched.kube.eviction import Evictor
+from kubesched.kube.informer import Informer
+from kubesched.kube.listing import name_of
+from kubesched.policy.compile import compile_policy, default_algorithm, load_policy_file
+from kubesched.policy.controller import PolicyController, PolicyStatusWriter
+from kubesched.policy.shadow import ShadowRunner
+from kubesched.policy.shadow_status import DEFAULT_INTERVAL, ShadowReporter
+from kubesched.policy.store import PolicyStore
+from kubesched.runtime.queue import QueueSettings, SchedulingQueue
+from kubesched.runtime.scheduler import Scheduler, SchedulerSettings
+from kubesched.telemetry.http_server import Endpoints
+from kubesched.telemetry.looplag import LoopLagMonitor, freeze_long_lived, tune_gc
+
+log = structlog.get_logger("kubesched")
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    kubeconfig: str | None
+    scheduler_name: str
+    policy_config_file: Path | None
+    kube_api_qps: float
+    kube_api_burst: int
+    bind_concurrency: int
+    batch_size: int
+    metrics_port: int
+    seed: int | None
+    election: ElectionConfig | None = None  # None: --leader-elect=false, this process always schedules
+    shadow_status_interval: float = DEFAULT_INTERVAL
+    queue: QueueSettings = field(default_factory=QueueSettings)  # backoff and flush timings
+    reconcile_interval: float = 60.0  # seconds between cache reconciliations with a listing (0: never)
+    percentage_of_nodes_to_score: int | None = None  # None: the policy file's (or the adaptive default)
+
+
+async def run_scheduler(options: RunOptions) -> None:
+    if options.policy_config_file:
+        algorithm = compile_policy(load_policy_file(options.policy_config_file))
+    else:
+        algorithm = default_algorithm()
+    if options.percentage_of_nodes_to_score is not None:
+        algorithm = replace(algorithm, percentage_of_nodes_to_score=options.percentage_of_nodes_to_score)
+    loop = asyncio.get_running_loop()
+    stopping = asyncio.Event()
+    _handle_signals(loop, stopping)
+    conf = await load_configuration(options.kubeconfig)
+    conf.connection_pool_maxsize = options.bind_concurrency + 16
+    synced = asyncio.Event()
+    endpoints = Endpoints(ready=synced.is_set)
+    if options.metrics_port:
+        await endpoints.start(options.metrics_port)
+    tune_gc()
+    lag = LoopLagMonitor()
+    lagging = asyncio.create_task(lag.run(), name="loop-lag")
+    async with api_client(conf) as api:
+        elector = ElectionThread(conf, options.election) if options.election else None
+        is_leader = elector.is_leader if elector else _always
+        limiter = TokenBucket(options.kube_api_qps, options.kube_api_burst)
+        recorder = Recorder(api, options.scheduler_name, limiter)
+        evictor = Evictor(api, limiter, recorder, may_act=elector.is_leader if elector else None)
+        scheduler = Scheduler(
+            SchedulerSettings(
+                options.scheduler_name, options.batch_size, options.bind_concurrency, options.seed
+            ),
+            algorithm,
+            Binder(api, limiter, may_bind=elector.is_leader if elector else None),
+            recorder,
+            evictor=evictor,
+            queue=SchedulingQueue(options.queue),
+        )
+        endpoints.cache_view = scheduler.cache.describe
+        # Policies before pods, so that the first cycle already runs the profiles they define.
+        shadows = ShadowRunner(options.seed)
+        scheduler.observe = shadows.observe
+        policies = PolicyController(
+            PolicyStore(options.scheduler_name),
+            scheduler,
+            PolicyStatusWriter(api, is_leader),
+            shadows=shadows,
+        )
+        watched_policies = policies if await policies.load(api) else None
+        reporter = ShadowReporter(
+            shadows, policies.store, policies.writer, interval=options.shadow_status_interval
+        )
+        reporting = asyncio.create_task(reporter.run(), name="shadow-status")
+        nodes = Informer(
+            api,
+            "/api/v1/nodes",
+            scheduler.on_node,
+            relisted=lambda listing: scheduler.reconcile(listing, None),
+            key=name_of,
+        )
+        pods = Informer(
+            api,
+            "/api/v1/pods",
+            scheduler.on_pod,
+            relisted=lambda listing: scheduler.reconcile(None, listing),
+            query={"fieldSelector": NON_TERMINAL_PODS},
+        )
+        await initial_sync(api, scheduler, nodes, pods)
+        watches = [asyncio.create_task(w.run(), name=f"watch {w.path}") for w in (nodes, pods)]
+        freeze_long_lived()
+        synced.set()
+        # A re-list after a watch gap sends no DELETED for what vanished meanwhile: see reconcile.py.
+        reconciling = asyncio.create_task(
+            keep_reconciling(api, scheduler, options.reconcile_interval), name="cache-reconcile"
+        )
+        kopf_stop: asyncio.Future[None] = loop.create_future()
+        kopf_ready = asyncio.Event()
+        operator = asyncio.create_task(
+            kopf.operator(
+                registry=build_registry(scheduler, connection_info(conf), watched_policies),
+                settings=operator_settings(),
+                standalone=True,
+                clusterwide=True,
+                stop_flag=kopf_stop,
+                ready_flag=kopf_ready,
+            ),
+            name="kopf",
+        )
+        if elector:
+            # Every replica watches and keeps its cache and policies warm; only a leader schedules,
+            # each term starting once the last leader's final binds are in the cache. A
+            # leader that loses the lease becomes a follower rather than exiting as kube-scheduler
+            # does: all its state lives on this event loop, so cancelling the term (its binds
+            # forget their assumptions) leaves a clean, still-warm standby, where an exit would
+            # cost a restart and a full re-list before it could take over again.
+            async def catch_up() -> None:
+                await sync_bound_pods(api, scheduler)
+                await policies.sync_statuses()  # status is the leader's to write: whatever changed meanwhile
+
+            campaign = elector.run(lambda: scheduler.lead(catch_up))
+            scheduling = asyncio.create_task(campaign, name="leader-election")
+        else:
+            scheduling = asyncio.create_task(scheduler.run(), name="scheduling-loop")
+        stop_wait = asyncio.create_task(stopping.wait(), name="stop-signal")
+        ready_wait = asyncio.create_task(kopf_ready.wait(), name="kopf-ready")
+        waiting = {operator, scheduling, stop_wait, ready_wait}
+        while True:
+            done, waiting = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            if ready_wait in done:
+                # Kopf installs its own signal handlers on start; ours come back so that a
+                # SIGTERM drains the binds before the watches stop.
+                _handle_signals(loop, stopping)
+            if done - {ready_wait}:
+                break
+        if scheduling.done() and not scheduling.cancelled() and scheduling.exception() is not None:
+            log.error("scheduling_loop_crashed", error=repr(scheduling.exception()))
+        log.info("shutting_down")
+        await scheduler.drain()
+        await scheduler.stand_down()  # binds that outlived the grace: cancelled before the lease goes
+        reporting.cancel()
+        lagging.cancel()
+        (log.warning if lag.worst > lag.warn_after else log.info)(
+            "event_loop_lag",
+            worst_seconds=round(lag.worst, 3),
+            worst_own_cpu_seconds=round(lag.worst_busy, 3),
+            stall_sites=[f"{count}x {site}" for site, count in lag.top_stall_sites()],
+        )
+        reconciling.cancel()
+        for watch in watches:
+            watch.cancel()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(reporter.flush(), 5.0)  # the last figures, while still leader
+        if elector:
+            await elector.release()
+        await policies.close()
+        await evictor.close()  # before the recorder: an eviction posts its event there
+        await recorder.close()
+        for task in waiting:
+            task.cancel()
+        if not kopf_stop.done():
+            kopf_stop.set_result(None)
+        with contextlib.suppress(asyncio.CancelledError):
+            await operator
+        await endpoints.stop()
+        log.info("stopped")
+        if scheduling.done() and not scheduling.cancelled() and scheduling.exception() is not None:
+            sys.exit(1)
+
+
+def _always() -> bool:
+    return True
+
+
+def _handle_signals(loop: asyncio.AbstractEventLoop, stopping: asyncio.Event) -> None:
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stopping.set)

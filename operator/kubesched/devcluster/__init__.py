@@ -1,9 +1,0 @@
-"""A local real control plane (etcd + kube-apiserver 1.20.2) for tests, benchmarks and demos.
-
-Run `python -m kubesched.devcluster --help` for the persistent mode behind `make cluster-up`.
-"""
-
-from kubesched.devcluster.binaries import BinariesError, ensure_binaries, ensure_etcd
-from kubesched.devcluster.controlplane import ControlPlaneError, LocalControlPlane
-
-__all__ = ["BinariesError", "ControlPlaneError", "LocalControlPlane", "ensure_binaries", "ensure_etcd"]

@@ -1,0 +1,111 @@
+"""Carrying out a preemption: nominate the node on the preemptor, delete the victims, tell them why.
+
+As kube-scheduler 1.20's PrepareCandidate and recordSchedulingFailure do: each victim is deleted
+with its default grace period and gets a `Preempted` event ("Preempted by ns/pod on node n");
+the preemptor's `status.nominatedNodeName` is set (cleared when preemption cannot help it).
+Requests go out in the background, through the client's rate limiter; failures are logged,
+and the next scheduling cycle sees whatever the watches then report.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Coroutine
+from dataclasses import replace
+from typing import Any
+
+import structlog
+from kubernetes_asyncio import client
+
+from kubesched.kube.client import TokenBucket, request
+from kubesched.kube.events import NORMAL, Recorder
+from kubesched.model.objects import Pod
+
+log = structlog.get_logger(__name__)
+
+PREEMPTED = "Preempted"
+MERGE_PATCH = "application/merge-patch+json"
+
+
+def preempted_message(preemptor: Pod, node_name: str) -> str:
+    return f"Preempted by {preemptor.namespace}/{preemptor.name} on node {node_name}"
+
+
+class Evictor:
+    def __init__(
+        self,
+        api: client.ApiClient,
+        limiter: TokenBucket,
+        recorder: Recorder,
+        *,
+        may_act: Callable[[], bool] | None = None,
+    ) -> None:
+        """`may_act` (the elector's is_leader): nothing is deleted or patched while it says False."""
+        self._api = api
+        self._may_act = may_act
+        self._limiter = limiter
+        self._recorder = recorder
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def evict(self, victim: Pod, preemptor: Pod, node_name: str) -> None:
+        """Delete `victim` (that very pod: its uid is a precondition) and record why on it."""
+        self._spawn(self._evict(victim, preemptor, node_name))
+
+    def nominate(self, pod: Pod, node_name: str) -> None:
+        """Set (or with "", clear) the pod's `status.nominatedNodeName`."""
+        self._spawn(self._nominate(pod, node_name))
+
+    async def close(self, grace: float = 5.0) -> None:
+        """Let the requests in flight finish (a shutdown mid-preemption leaves no half-done work
+        that the next leader could not redo), then cancel what is left."""
+        if self._tasks:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait(list(self._tasks), timeout=grace)
+        for task in list(self._tasks):
+            task.cancel()
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        if self._may_act is not None and not self._may_act():
+            work.close()  # a term that just ended: the next leader decides again
+            return
+        task = asyncio.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _evict(self, victim: Pod, preemptor: Pod, node_name: str) -> None:
+        body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": victim.uid}}
+        path = f"/api/v1/namespaces/{victim.namespace}/pods/{victim.name}"
+        try:
+            await self._limiter.acquire()
+            status, reply = await request(self._api, "DELETE", path, body)
+        except Exception as exc:
+            log.warning("preemption_delete_failed", pod=victim.key, preemptor=preemptor.key, error=repr(exc))
+            return
+        if status == 404 or status == 409:  # already gone, or a new pod of the same name
+            return
+        if status >= 300:
+            log.warning(
+                "preemption_delete_failed",
+                pod=victim.key,
+                preemptor=preemptor.key,
+                status=status,
+                error=reply,
+            )
+            return
+        log.info("pod_preempted", pod=victim.key, preemptor=preemptor.key, node=node_name)
+        # Reported by the preemptor's profile, whatever scheduler placed the victim.
+        reporter = replace(victim, scheduler_name=preemptor.scheduler_name)
+        self._recorder.event(reporter, NORMAL, PREEMPTED, preempted_message(preemptor, node_name))
+
+    async def _nominate(self, pod: Pod, node_name: str) -> None:
+        body = {"status": {"nominatedNodeName": node_name or None}}
+        path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/status"
+        try:
+            await self._limiter.acquire()
+            status, reply = await request(self._api, "PATCH", path, body, content_type=MERGE_PATCH)
+        except Exception as exc:
+            log.warning("nomination_failed", pod=pod.key, node=node_name, error=repr(exc))
+            return
+        if status >= 300 and status != 404:
+            log.warning("nomination_failed", pod=pod.key, node=node_name, status=status, error=reply)

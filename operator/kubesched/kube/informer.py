@@ -1,0 +1,154 @@
+"""The pod and node watches: a list, then a watch from the listing's resourceVersion, fed straight
+to the scheduler, as client-go's informers do for kube-scheduler.
+
+Pods and nodes are the busy streams: every pod is seen pending, then bound, then on each status
+change; nodes report status. Kopf would give each object a task and a queue of its own and run
+every event through its handler machinery: a third of the event loop's time at 250 binds/s on
+5,000 nodes. Here an event costs one JSON parse and the scheduler's own handling. SchedulerPolicies
+and the other kinds stay with Kopf.
+
+The watch resumes from the last resourceVersion it saw after a disconnect or a server timeout.
+When that version has been compacted away (`410 Gone`) it lists again, replays the listing and
+drops from the cache what the listing lacks: a gap sends no DELETED for what vanished in it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import aiohttp
+import structlog
+from kubernetes_asyncio import client
+
+from kubesched.app.startup import SLICE, feed_page, list_pages
+from kubesched.kube.listing import Listing, uid_of
+
+log = structlog.get_logger(__name__)
+
+Handler = Callable[[str | None, Mapping[str, Any]], None]
+
+
+class Expired(Exception):
+    """The watch's resourceVersion is too old (`410 Gone`): list again."""
+
+
+class Informer:
+    def __init__(
+        self,
+        api: client.ApiClient,
+        path: str,
+        handle: Handler,
+        *,
+        relisted: Callable[[Listing], object] | None = None,
+        key: Callable[[Mapping[str, Any]], str] = uid_of,
+        query: Mapping[str, str] | None = None,
+        server_timeout: int = 300,
+        max_backoff: float = 10.0,
+    ) -> None:
+        self.api = api
+        self.path = path
+        self.handle = handle
+        self.relisted = relisted  # told the keys of each re-listing, to drop what it lacks
+        self.key = key
+        self.query = dict(query or {})
+        self.server_timeout = server_timeout
+        self.max_backoff = max_backoff
+        self.resource_version = ""
+        self.events = 0
+        self.relists = 0
+        self.failures = 0
+
+    async def list(self) -> int:
+        """Feed every object, a page at a time; the watch starts from this listing. Returns how many."""
+        count = 0
+        keys: set[str] = set()
+        version = ""
+        async for page, page_version in list_pages(self.api, self.path, **self.query):
+            version = version or page_version
+            keys.update(map(self.key, page))
+            await feed_page(page, lambda obj: self._feed(None, obj))
+            count += len(page)
+        self.resource_version = version
+        if self.relists and self.relisted is not None:
+            self.relisted(Listing.of(keys, version))
+        return count
+
+    async def run(self) -> None:
+        """Watch until cancelled: resume after disconnects, list again after a 410, back off on errors."""
+        failures = 0
+        while True:
+            try:
+                if not self.resource_version:
+                    self.relists += 1
+                    await self.list()
+                await self._watch()
+                failures = 0
+            except Expired:
+                log.info("watch_expired", path=self.path, resource_version=self.resource_version)
+                self.resource_version = ""
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the API server may be away: never give up on the pods
+                failures += 1
+                self.failures += 1
+                delay = min(self.max_backoff, 0.2 * 2**failures) * random.uniform(0.5, 1.0)
+                log.warning("watch_failed", path=self.path, error=repr(exc), retry_in=round(delay, 2))
+                await asyncio.sleep(delay)
+
+    async def _watch(self) -> None:
+        params = [
+            ("watch", "true"),
+            ("allowWatchBookmarks", "true"),
+            ("resourceVersion", self.resource_version),
+            ("timeoutSeconds", str(self.server_timeout)),
+            *self.query.items(),
+        ]
+        response = await self.api.call_api(
+            self.path,
+            "GET",
+            query_params=params,
+            header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _request_timeout=aiohttp.ClientTimeout(total=self.server_timeout + 30, sock_connect=10),
+        )
+        try:
+            if response.status == 410:
+                raise Expired()
+            if response.status >= 300:
+                raise RuntimeError(f"watching {self.path}: {response.status} {await response.text()}")
+            handled = 0
+            async for line in response.content:
+                if line.strip():
+                    self._event(json.loads(line))
+                    handled += 1
+                    if handled % SLICE == 0:
+                        # Reading buffered lines never suspends: a backlog would hold the loop.
+                        await asyncio.sleep(0)
+        finally:
+            response.release()
+
+    def _event(self, event: Mapping[str, Any]) -> None:
+        kind = event.get("type")
+        obj = event.get("object") or {}
+        if kind == "ERROR":
+            if obj.get("code") == 410:
+                raise Expired()
+            raise RuntimeError(f"watching {self.path}: {obj.get('code')} {obj.get('message')}")
+        version = (obj.get("metadata") or {}).get("resourceVersion")
+        if version:
+            self.resource_version = str(version)
+        if kind in ("ADDED", "MODIFIED", "DELETED"):
+            self._feed(kind, obj)
+
+    def _feed(self, kind: str | None, obj: Mapping[str, Any]) -> None:
+        self.events += 1
+        try:
+            self.handle(kind, obj)
+        except Exception:  # one bad object must not stop the stream for every other pod
+            meta = obj.get("metadata") or {}
+            log.exception("watch_event_failed", path=self.path, name=meta.get("name"), type=kind)

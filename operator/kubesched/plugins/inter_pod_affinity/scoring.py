@@ -1,0 +1,135 @@
+"""InterPodAffinityPriority (plugin InterPodAffinity, score part): preferred pod affinity and
+anti-affinity, both ways.
+
+For every existing pod: its node's topology value of each of the incoming pod's preferred terms it
+matches gains (affinity) or loses (anti-affinity) the term's weight; and each of the existing pod's
+own preferred terms the incoming pod matches does the same, while its required affinity terms count
+`hardPodAffinitySymmetricWeight`. A node scores the sum over its labels; scores are then scaled
+between the lowest and the highest. Unless the pod has preferred terms of its own, only nodes
+holding pods with affinity are looked at (Snapshot's index).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from kubesched.model.affinity import AffinityTerm, PodAffinity, WeightedAffinityTerm, parse_pod_affinity
+from kubesched.model.nodeinfo import NodeInfo, Snapshot
+from kubesched.model.objects import Pod
+from kubesched.model.table import IntArray, NodeTable
+from kubesched.plugins.framework import MAX_NODE_SCORE, PluginSettings, Priority
+
+TopologyScore = dict[str, dict[str, int]]
+
+
+def _process(
+    scores: TopologyScore, term: AffinityTerm, weight: int, pod: Pod, labels: Mapping[str, str]
+) -> None:
+    """processTerm: `pod` matching `term` adds `weight` at the fixed node's topology value."""
+    if not labels:
+        return
+    value = labels.get(term.topology_key)
+    if value is not None and term.matches(pod):
+        by_value = scores.setdefault(term.topology_key, {})
+        by_value[value] = by_value.get(value, 0) + weight
+
+
+def _process_weighted(
+    scores: TopologyScore,
+    terms: Sequence[WeightedAffinityTerm],
+    pod: Pod,
+    labels: Mapping[str, str],
+    sign: int,
+) -> None:
+    for weighted in terms:
+        _process(scores, weighted.term, weighted.weight * sign, pod, labels)
+
+
+class InterPodAffinityPriority(Priority):
+    name = "InterPodAffinityPriority"
+    plugin = "InterPodAffinity"
+
+    def __init__(self, hard_pod_affinity_weight: int = 1) -> None:
+        self.hard_pod_affinity_weight = hard_pod_affinity_weight
+
+    @classmethod
+    def from_settings(cls, settings: PluginSettings) -> InterPodAffinityPriority:
+        return cls(settings.hard_pod_affinity_symmetric_weight)
+
+    def _existing(
+        self, scores: TopologyScore, incoming: PodAffinity, existing: PodAffinity, node: NodeInfo
+    ) -> None:
+        """processExistingPod."""
+        labels = node.node.labels
+        pod = incoming.pod
+        _process_weighted(scores, incoming.preferred_affinity, existing.pod, labels, 1)
+        _process_weighted(scores, incoming.preferred_anti_affinity, existing.pod, labels, -1)
+        if self.hard_pod_affinity_weight > 0:
+            for term in existing.required_affinity:
+                _process(scores, term, self.hard_pod_affinity_weight, pod, labels)
+        _process_weighted(scores, existing.preferred_affinity, pod, labels, 1)
+        _process_weighted(scores, existing.preferred_anti_affinity, pod, labels, -1)
+
+    def prescore(self, pod: Pod, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> Any:
+        incoming = parse_pod_affinity(pod)
+        scores: TopologyScore = {}
+        if incoming.preferred_affinity or incoming.preferred_anti_affinity:
+            # Every existing pod may match the pod's preferred terms.
+            for node in snapshot.nodes:
+                with_affinity = {p.pod.uid: p for p in node.pods_with_affinity}
+                for existing in node.pods.values():
+                    info = with_affinity.get(existing.uid) or PodAffinity(existing)
+                    self._existing(scores, incoming, info, node)
+        else:
+            for node in snapshot.nodes_with_pod_affinity():
+                for info in node.pods_with_affinity:
+                    self._existing(scores, incoming, info, node)
+        return scores
+
+    def score(self, pod: Pod, state: Any, node: NodeInfo) -> int:
+        if not state:
+            return 0
+        labels = node.node.labels
+        total = 0
+        for key, by_value in state.items():
+            value = labels.get(key)
+            if value is not None:
+                total += by_value.get(value, 0)
+        return total
+
+    def normalize(self, pod: Pod, state: Any, nodes: Sequence[NodeInfo], scores: list[int]) -> None:
+        if not state:
+            return
+        max_count = max(0, max(scores, default=0))
+        min_count = min(0, min(scores, default=0))
+        diff = max_count - min_count
+        for i, score in enumerate(scores):
+            f_score = 0.0
+            if diff > 0:
+                f_score = float(MAX_NODE_SCORE) * (float(score - min_count) / float(diff))
+            scores[i] = int(f_score)
+
+    def score_nodes(
+        self, pod: Pod, snapshot: Snapshot, table: NodeTable, rows: IntArray, nodes: Sequence[NodeInfo]
+    ) -> IntArray | None:
+        state = self.prescore(pod, snapshot, nodes)
+        totals = np.zeros(len(rows), dtype=np.int64)
+        if not state:
+            return totals
+        for key, by_value in state.items():
+            codes, values = table.columns.label_codes(key)
+            # Index -1 (no such label) reads the trailing 0.
+            lookup = np.array([by_value.get(v, 0) for v in values] + [0], dtype=np.int64)
+            totals += lookup[codes[rows]]
+        max_count = max(0, int(totals.max()))
+        min_count = min(0, int(totals.min()))
+        diff = max_count - min_count
+        if diff <= 0:
+            return np.zeros(len(rows), dtype=np.int64)
+        scaled: IntArray = (
+            float(MAX_NODE_SCORE) * ((totals - min_count).astype(np.float64) / float(diff))
+        ).astype(np.int64)
+        return scaled

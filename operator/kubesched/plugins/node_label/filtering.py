@@ -1,0 +1,62 @@
+"""CheckNodeLabelPresence (plugin NodeLabel, filter part): custom predicates with a `labelsPresence`
+argument require labels to exist (`presence: true`) or not to exist on a node, whatever their value.
+
+Every such entry of a policy feeds one filter, as 1.20 configures one NodeLabel plugin with the
+present and absent labels of all of them; a label both required and forbidden is a policy error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kubesched.model.nodeinfo import NodeInfo
+from kubesched.model.objects import Pod
+from kubesched.plugins.arguments import ArgumentError, check_fields, label_list, require_bool
+from kubesched.plugins.framework import FITS, Predicate
+
+ERR_REASON_PRESENCE_VIOLATED = "node(s) didn't have the requested labels"
+
+
+def check_no_conflict(present: Sequence[str], absent: Sequence[str]) -> None:
+    """validateNoConflict: a label may not be both wanted and unwanted."""
+    wanted = set(present)
+    for label in absent:
+        if label in wanted:
+            raise ArgumentError(
+                "",
+                f"detecting at least one label (e.g., {label!r}) that exist in both the present"
+                f"({list(present)}) and absent({list(absent)}) label list",
+            )
+
+
+class CheckNodeLabelPresence(Predicate):
+    name = "CheckNodeLabelPresence"
+
+    def __init__(self, present: Sequence[str] = (), absent: Sequence[str] = ()) -> None:
+        check_no_conflict(present, absent)
+        self.present = tuple(present)
+        self.absent = tuple(absent)
+
+    @classmethod
+    def from_argument(cls, argument: Mapping[str, Any]) -> CheckNodeLabelPresence:
+        """One policy entry's `labelsPresence`: {"labels": [...], "presence": true|false}."""
+        check_fields(argument, ("labels", "presence"))
+        labels = label_list(argument.get("labels"), "labels")
+        if require_bool(argument.get("presence", False), "presence"):
+            return cls(present=labels)
+        return cls(absent=labels)
+
+    def merge(self, other: Predicate) -> Predicate:
+        assert isinstance(other, CheckNodeLabelPresence)
+        return CheckNodeLabelPresence(self.present + other.present, self.absent + other.absent)
+
+    def filter(self, pod: Pod, state: Any, node: NodeInfo) -> Sequence[str]:
+        labels = node.node.labels
+        for label in self.present:
+            if label not in labels:
+                return (ERR_REASON_PRESENCE_VIOLATED,)
+        for label in self.absent:
+            if label in labels:
+                return (ERR_REASON_PRESENCE_VIOLATED,)
+        return FITS

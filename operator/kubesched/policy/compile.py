@@ -1,0 +1,430 @@
+"""Validate a legacy kube-scheduler Policy and compile it into an Algorithm.
+
+The field names are those of kube-scheduler's Policy file (`predicates`, `priorities`,
+`weight`, `argument`, `hardPodAffinitySymmetricWeight`, `alwaysCheckAllPredicates`,
+`extenders`), plus `percentageOfNodesToScore` from its component config. Either the whole
+document (`kind: Policy`, `apiVersion: v1`) or just its body is accepted.
+
+As in 1.20: `predicates` absent means the default set, `[]` means the mandatory ones only
+(CheckNodeUnschedulable and PodToleratesNodeTaints are always added); `priorities` absent means
+the default priorities, `[]` none; filters run in kube-scheduler's fixed order whatever the
+order in the policy; EqualPriority is accepted and ignored; weights must be positive. An entry
+with an `argument` is a custom predicate or priority of any name, configured by the argument's
+key (labelsPresence, serviceAffinity; labelPreference, serviceAntiAffinity,
+requestedToCapacityRatioArguments); entries of one kind make one filter or priority, as 1.20
+makes one plugin of them (NodeLabel and ServiceAntiAffinity priorities need equal weights and
+weigh their sum; RequestedToCapacityRatio may appear once). SelectorSpreadPriority (alias
+ServiceSpreadingPriority) and EvenPodsSpreadPriority are one PodTopologySpread priority weighted
+by the larger weight, the former adding the system default constraints: 1.20's mapping with its
+DefaultPodTopologySpread feature gate on, the default (`compile_policy(...,
+default_pod_topology_spread=False)` gives the older SelectorSpread plugin instead).
+
+Names 1.20 refuses but older releases had (CheckNodeCondition, CheckNodeMemoryPressure,
+CheckNodeDiskPressure, CheckNodePIDPressure, PodToleratesNodeNoExecuteTaints,
+ResourceLimitsPriority) are accepted with the semantics of the last release that had them.
+
+Stricter than 1.20, so that a typo cannot silently change scheduling: unknown fields (in
+arguments and extenders too), duplicate names (aliases included), an `argument` on a predicate or
+priority that takes none, an argument-taking name without its argument, and empty label lists
+are errors (1.20 ignores the first ones, drops such arguments, or crashes on the missing ones).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+from kubesched.algorithm.extenders import build_extenders, ignored_resources
+from kubesched.algorithm.generic import Algorithm, WeightedPriority
+from kubesched.plugins import predicate_registry, priority_registry
+from kubesched.plugins.arguments import ArgumentError
+from kubesched.plugins.framework import PluginSettings, Predicate, Priority
+
+POLICY_KIND: Final = "Policy"
+POLICY_API_VERSIONS: Final = ("v1", "kubescheduler.config.k8s.io/v1")
+# config.MaxWeight = MaxTotalScore / MaxCustomPriorityScore; weights must stay below it.
+MAX_WEIGHT: Final = (2**63 - 1) // 10
+DEFAULT_HARD_POD_AFFINITY_SYMMETRIC_WEIGHT: Final = 1
+
+_POLICY_FIELDS: Final = frozenset(
+    {
+        "kind",
+        "apiVersion",
+        "predicates",
+        "priorities",
+        "extenders",
+        "hardPodAffinitySymmetricWeight",
+        "alwaysCheckAllPredicates",
+        "percentageOfNodesToScore",
+    }
+)
+_PREDICATE_FIELDS: Final = frozenset({"name", "argument"})
+_PRIORITY_FIELDS: Final = frozenset({"name", "weight", "argument"})
+
+
+class PolicyError(ValueError):
+    """An invalid policy; `field` is the path of the offending field, e.g. `predicates[2].name`."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.field, self.message))
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_fields(entry: Mapping[str, Any], allowed: frozenset[str], path: str) -> None:
+    for key in entry:
+        if key not in allowed:
+            raise PolicyError(f"{path}.{key}" if path else str(key), "unknown field")
+
+
+def _check_header(spec: Mapping[str, Any]) -> None:
+    kind = spec.get("kind")
+    if kind is not None and kind != POLICY_KIND:
+        raise PolicyError("kind", f'must be "{POLICY_KIND}", got {kind!r}')
+    api_version = spec.get("apiVersion")
+    if api_version is not None and api_version not in POLICY_API_VERSIONS:
+        allowed = ", ".join(POLICY_API_VERSIONS)
+        raise PolicyError("apiVersion", f"must be one of {allowed}, got {api_version!r}")
+
+
+def _name(entry: Any, path: str, allowed: frozenset[str]) -> str:
+    if not isinstance(entry, Mapping):
+        raise PolicyError(path, f"must be an object with a name, got {entry!r}")
+    _check_fields(entry, allowed, path)
+    name = entry.get("name")
+    if not isinstance(name, str) or not name:
+        raise PolicyError(f"{path}.name", f"must be a non-empty string, got {name!r}")
+    return name
+
+
+def _argument(entry: Mapping[str, Any], path: str) -> Mapping[str, Any] | None:
+    argument = entry.get("argument")
+    if argument is not None and not isinstance(argument, Mapping):
+        raise PolicyError(f"{path}.argument", f"must be an object, got {argument!r}")
+    return argument
+
+
+def _accepted(names: list[str]) -> str:
+    return ", ".join(sorted(names))
+
+
+def _custom_argument(
+    kind: str,
+    given: str,
+    name: str,
+    argument: Mapping[str, Any],
+    arguments: Mapping[str, str],
+    registry: Mapping[str, Any],
+    path: str,
+) -> tuple[str, str, Any]:
+    """Which registry entry an entry with an argument configures: (name, argument key, value).
+
+    As in 1.20, exactly one argument must be set; a null one counts as unset.
+    """
+    for key in argument:
+        if key not in arguments:
+            raise PolicyError(
+                f"{path}.argument.{key}", f"unknown field (accepted: {_accepted(list(arguments))})"
+            )
+    keys = [key for key, value in argument.items() if value is not None]
+    if len(keys) != 1:
+        raise PolicyError(
+            f"{path}.argument",
+            f"exactly 1 {kind} argument is required ({_accepted(list(arguments))}), got {len(keys)}",
+        )
+    key = keys[0]
+    target = arguments[key]
+    if name in registry and name != target:
+        wanted = next((k for k, v in arguments.items() if v == name), None)
+        message = f"takes argument {wanted}" if wanted else "takes no argument"
+        raise PolicyError(f"{path}.argument", f'{kind} "{given}" {message}, got {key}')
+    return target, key, argument[key]
+
+
+def _argument_error(path: str, exc: ArgumentError) -> PolicyError:
+    """The factory's error, its field put under the entry's `argument`."""
+    return PolicyError(f"{path}.argument.{exc.field}" if exc.field else f"{path}.argument", exc.message)
+
+
+def _compile_predicates(raw: Any, settings: PluginSettings) -> tuple[tuple[Predicate, ...], tuple[str, ...]]:
+    # registry name -> [(argument value, index in the policy's list)]
+    chosen: dict[str, list[tuple[Any, int]]] = {}
+    if raw is None:
+        chosen = {name: [(None, -1)] for name in predicate_registry.DEFAULTS}
+    elif not isinstance(raw, list):
+        raise PolicyError("predicates", f"must be a list, got {raw!r}")
+    else:
+        first_index: dict[str, int] = {}
+        for i, entry in enumerate(raw):
+            path = f"predicates[{i}]"
+            given = _name(entry, path, _PREDICATE_FIELDS)
+            argument = _argument(entry, path)
+            name = predicate_registry.ALIASES.get(given, given)
+            key: str | None = None
+            value: Any = None
+            if argument is not None:
+                name, key, value = _custom_argument(
+                    "predicate",
+                    given,
+                    name,
+                    argument,
+                    predicate_registry.ARGUMENTS,
+                    predicate_registry.REGISTRY,
+                    path,
+                )
+            elif name not in predicate_registry.REGISTRY:
+                custom = ", ".join(predicate_registry.ARGUMENTS)
+                raise PolicyError(
+                    f"{path}.name",
+                    f'unknown predicate "{given}" (accepted: '
+                    f"{_accepted([*predicate_registry.REGISTRY, *predicate_registry.ALIASES])}; "
+                    f"or any name with an argument: {custom})",
+                )
+            # A custom predicate is known by the name the policy gives it.
+            identity = given if key is not None else name
+            if identity in first_index:
+                earlier = f"predicates[{first_index[identity]}]"
+                raise PolicyError(
+                    f"{path}.name", f'duplicate predicate "{given}" (already given as {earlier})'
+                )
+            first_index[identity] = i
+            chosen.setdefault(name, []).append((value, i))
+    for name in predicate_registry.MANDATORY:
+        chosen.setdefault(name, [(None, -1)])
+
+    filters: list[Predicate] = []
+    position: dict[str, int] = {}
+    names = []
+    # Filters run in the fixed order, names it does not order after them alphabetically (as
+    # AppendPredicateConfigs does); one that two names enable (GeneralPredicates and
+    # PodFitsResources, say) runs once, where it first appears; custom predicates of one kind
+    # merge into one filter.
+    unordered = sorted(set(chosen) - set(predicate_registry.ORDERING))
+    for name in [*predicate_registry.ORDERING, *unordered]:
+        if name not in chosen:
+            continue
+        names.append(name)
+        for value, index in chosen[name]:
+            path = f"predicates[{index}]"
+            try:
+                created = predicate_registry.REGISTRY[name](value, settings)
+                for predicate in created:
+                    if predicate.name in position:
+                        at = position[predicate.name]
+                        filters[at] = filters[at].merge(predicate)
+                    else:
+                        position[predicate.name] = len(filters)
+                        filters.append(predicate)
+            except ArgumentError as exc:
+                raise _argument_error(path, exc) from exc
+    return tuple(filters), tuple(names)
+
+
+def _weight(entry: Mapping[str, Any], path: str, name: str) -> int:
+    weight = entry.get("weight")
+    if isinstance(weight, int) and not isinstance(weight, bool) and 0 < weight < MAX_WEIGHT:
+        return weight
+    message = f'priority "{name}" should have a positive integer weight below {MAX_WEIGHT}, got {weight!r}'
+    raise PolicyError(f"{path}.weight", message)
+
+
+@dataclass
+class _Group:
+    """The policy entries that configure one priority plugin."""
+
+    priority: Priority
+    weights: list[int]
+    names: list[str]
+    first_path: str
+
+
+def _combined_weight(group: _Group, path: str) -> int:
+    rule = group.priority.weight_rule
+    if rule == "max":
+        return max(group.weights)
+    if rule == "sum":
+        # validateCustomPriorities: every entry of a custom priority type has the same weight.
+        if len(set(group.weights)) > 1:
+            raise PolicyError(
+                f"{path}.weight",
+                f'{group.priority.plugin} priority "{group.names[-1]}" has a different weight '
+                f'with "{group.names[0]}" ({group.weights[-1]} != {group.weights[0]})',
+            )
+        return group.weights[0] * len(group.weights)
+    return group.weights[0]
+
+
+def _compile_priorities(
+    raw: Any, settings: PluginSettings
+) -> tuple[tuple[WeightedPriority, ...], tuple[str, ...], tuple[str, ...]]:
+    # (registry name, argument value, weight, name shown, index)
+    entries: list[tuple[str, Any, int, str, int]] = []
+    skipped: list[str] = []
+    if raw is None:
+        entries = [(name, None, w, name, -1) for name, w in priority_registry.DEFAULTS.items()]
+    elif not isinstance(raw, list):
+        raise PolicyError("priorities", f"must be a list, got {raw!r}")
+    else:
+        first_index: dict[str, int] = {}
+        for i, entry in enumerate(raw):
+            path = f"priorities[{i}]"
+            given = _name(entry, path, _PRIORITY_FIELDS)
+            argument = _argument(entry, path)
+            name = priority_registry.ALIASES.get(given, given)
+            key: str | None = None
+            value: Any = None
+            if argument is not None:
+                if name in priority_registry.SKIPPED:
+                    raise PolicyError(f"{path}.argument", "this priority takes no argument")
+                name, key, value = _custom_argument(
+                    "priority",
+                    given,
+                    name,
+                    argument,
+                    priority_registry.ARGUMENTS,
+                    priority_registry.REGISTRY,
+                    path,
+                )
+            elif name not in priority_registry.REGISTRY and name not in priority_registry.SKIPPED:
+                custom = ", ".join(priority_registry.ARGUMENTS)
+                known = [*priority_registry.REGISTRY, *priority_registry.ALIASES, *priority_registry.SKIPPED]
+                raise PolicyError(
+                    f"{path}.name",
+                    f'unknown priority "{given}" (accepted: {_accepted(known)}; '
+                    f"or any name with an argument: {custom})",
+                )
+            weight = _weight(entry, path, given)
+            identity = given if key is not None else name
+            if identity in first_index:
+                earlier = f"priorities[{first_index[identity]}]"
+                raise PolicyError(
+                    f"{path}.name", f'duplicate priority "{given}" (already given as {earlier})'
+                )
+            first_index[identity] = i
+            if name in priority_registry.SKIPPED:
+                skipped.append(name)
+                continue
+            entries.append((name, value, weight, given if key is not None else name, i))
+
+    groups: dict[str, _Group] = {}
+    for name, value, weight, shown, index in entries:
+        path = f"priorities[{index}]"
+        try:
+            priority = priority_registry.REGISTRY[name](value, settings)
+        except ArgumentError as exc:
+            raise _argument_error(path, exc) from exc
+        plugin = priority.plugin or priority.name
+        group = groups.get(plugin)
+        if group is None:
+            groups[plugin] = _Group(priority, [weight], [shown], path)
+            continue
+        try:
+            group.priority = group.priority.merge(priority)
+        except ArgumentError as exc:
+            message = f'priority "{shown}" {exc.message}, from: "{group.names[0]}"'
+            raise PolicyError(f"{path}.argument", message) from exc
+        group.weights.append(weight)
+        group.names.append(shown)
+        _combined_weight(group, path)  # reports unequal weights at the entry that breaks them
+
+    weighted = [
+        WeightedPriority(g.priority, _combined_weight(g, g.first_path), "+".join(sorted(g.names)))
+        for g in groups.values()
+    ]
+    weighted.sort(key=lambda w: w.label)
+    names = sorted([shown for *_, shown, _ in entries] + skipped)
+    return tuple(weighted), tuple(names), tuple(sorted(skipped))
+
+
+def _bounded_int(spec: Mapping[str, Any], field: str, low: int, high: int) -> int:
+    value = spec.get(field)
+    if value is None:
+        return 0
+    if not _is_int(value) or not low <= value <= high:
+        raise PolicyError(field, f"not in valid range [{low}-{high}], got {value!r}")
+    return int(value)
+
+
+def compile_policy(spec: Mapping[str, Any], *, default_pod_topology_spread: bool = True) -> Algorithm:
+    """Validate a legacy Policy (document or body) and build its Algorithm; raises PolicyError.
+
+    `default_pod_topology_spread` is kube-scheduler's DefaultPodTopologySpread feature gate (on in
+    1.20): off, SelectorSpreadPriority runs as the older SelectorSpread plugin.
+    """
+    if not isinstance(spec, Mapping):
+        raise PolicyError("policy", f"must be an object, got {type(spec).__name__}")
+    _check_fields(spec, _POLICY_FIELDS, "")
+    _check_header(spec)
+
+    try:
+        extenders = build_extenders(spec.get("extenders"))
+    except ArgumentError as exc:
+        raise PolicyError(f"extenders{exc.field}" if exc.field else "extenders", exc.message) from exc
+
+    always_check_all = spec.get("alwaysCheckAllPredicates", False)
+    if always_check_all is None:
+        always_check_all = False
+    if not isinstance(always_check_all, bool):
+        raise PolicyError("alwaysCheckAllPredicates", f"must be true or false, got {always_check_all!r}")
+
+    # 0 (or absent) means "not set" in 1.20, which then uses the default of 1.
+    hard_weight = _bounded_int(spec, "hardPodAffinitySymmetricWeight", 0, 100)
+    percentage = _bounded_int(spec, "percentageOfNodesToScore", 0, 100)
+    settings = PluginSettings(
+        hard_pod_affinity_symmetric_weight=hard_weight or DEFAULT_HARD_POD_AFFINITY_SYMMETRIC_WEIGHT,
+        default_pod_topology_spread=default_pod_topology_spread,
+        ignored_resources=ignored_resources(extenders),
+    )
+
+    filters, predicate_names = _compile_predicates(spec.get("predicates"), settings)
+    weighted, priority_names, ignored = _compile_priorities(spec.get("priorities"), settings)
+    return Algorithm(
+        predicates=filters,
+        priorities=weighted,
+        always_check_all_predicates=always_check_all,
+        hard_pod_affinity_symmetric_weight=settings.hard_pod_affinity_symmetric_weight,
+        percentage_of_nodes_to_score=percentage,
+        predicate_names=predicate_names,
+        priority_names=priority_names,
+        extenders=extenders,
+        ignored_priority_names=ignored,
+    )
+
+
+def default_algorithm(*, default_pod_topology_spread: bool = True) -> Algorithm:
+    """kube-scheduler 1.20's default predicates and priorities (its legacy default provider)."""
+    return compile_policy({}, default_pod_topology_spread=default_pod_topology_spread)
+
+
+def load_policy_file(path: str | Path) -> dict[str, Any]:
+    """Read a Policy file (JSON or YAML); raises PolicyError naming the file when it is unusable."""
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PolicyError(source, f"cannot read policy file: {exc}") from exc
+    try:
+        # YAML is (nearly) a superset of JSON, so YAML also reads JSON under any other name.
+        document = json.loads(text) if source.endswith(".json") else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        kind = "JSON" if source.endswith(".json") else "YAML"
+        raise PolicyError(source, f"not valid {kind}: {exc}") from exc
+    if not isinstance(document, dict):
+        raise PolicyError(source, f"a policy file must hold an object, got {type(document).__name__}")
+    try:
+        _check_header(document)
+    except PolicyError as exc:
+        raise PolicyError(f"{source}: {exc.field}", exc.message) from exc
+    return document

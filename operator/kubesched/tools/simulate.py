@@ -1,0 +1,442 @@
+"""`kubesched simulate`: what a candidate policy would change, worked out on a cluster state, binding nothing.
+
+Two modes:
+
+- pending (default): the pending pods of a scheduler name are placed twice on the same cluster
+  state, once under the policy the scheduler runs now (the active SchedulerPolicy for that name,
+  else the policy file given, else the built-in default) and once under the candidate; the
+  difference is what the candidate would change.
+- replay: the bound pods of that scheduler name are taken off their nodes and placed again under
+  the candidate; the difference from where they are now is what it would change.
+
+Pods are placed as the scheduler's queue takes them (higher priority first, then older, then in
+listing order), one after another, each placement seen by the next, by the scheduler's own
+`schedule_batch`, with a random source seeded by `--seed` for tie-breaking.
+
+What "the same placements as the live scheduler" means: a kubesched started with the same
+`--seed` and this policy, on the cluster this state describes (it was saved, or read, before the
+scheduler saw the pods), binds every pod to the node simulate names for it, when (1) these are
+the only pods it schedules (pods of other profiles draw from the same random source), (2) they
+were all pending when it started, so that its queue takes them in the order above, and (3)
+nothing else changes the cluster meanwhile. A pod that stays unschedulable here would be retried
+by the scheduler later (after a cluster event, or after a minute): simulate tries each pod once.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import statistics
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+from kubesched.algorithm.generic import Algorithm, FitError, ScheduleResult
+from kubesched.model.nodeinfo import Snapshot
+from kubesched.model.objects import Pod, pod_from_dict
+from kubesched.model.selectors import (
+    DOES_NOT_EXIST,
+    EQUALS,
+    EVERYTHING,
+    EXISTS,
+    IN,
+    NOT_IN,
+    LabelSelector,
+    Requirement,
+    SelectorError,
+)
+from kubesched.policy.compile import PolicyError, compile_policy
+from kubesched.policy.store import KIND, compile_spec
+from kubesched.runtime.scheduler import schedule_batch
+from kubesched.tools.snapshot import STDIO, ClusterState
+
+PENDING: Final = "pending"
+REPLAY: Final = "replay"
+DEFAULT_SEED: Final = 0
+# kubectl's label selector syntax, one clause: `k`, `!k`, `k=v`, `k==v`, `k!=v`, `k in (a,b)`, `k notin (a)`.
+_SET_CLAUSE: Final = re.compile(r"^\s*([^\s!=(),]+)\s+(in|notin)\s*\(([^)]*)\)\s*$")
+_EQ_CLAUSE: Final = re.compile(r"^\s*([^\s!=(),]+)\s*(==|=|!=)\s*([^\s!=(),]*)\s*$")
+_KEY_CLAUSE: Final = re.compile(r"^\s*(!?)\s*([^\s!=(),]+)\s*$")
+
+
+class SimulateError(ValueError):
+    """Input simulate cannot work with: an unreadable policy file, a bad selector."""
+
+
+# ----------------------------------------------------------------------------------------- input
+
+
+def read_candidate(path: str, default_scheduler_name: str) -> tuple[str, Algorithm]:
+    """The scheduler name and compiled algorithm of a SchedulerPolicy manifest or a legacy Policy
+    file (`-` or /dev/stdin: standard input); raises PolicyError naming what is wrong."""
+    try:
+        text = sys.stdin.read() if path in STDIO else Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PolicyError(path, f"cannot read policy file: {exc}") from exc
+    try:
+        document = yaml.safe_load(text)  # YAML reads JSON too
+    except yaml.YAMLError as exc:
+        raise PolicyError(path, f"not valid JSON or YAML: {exc}") from exc
+    if not isinstance(document, Mapping):
+        raise PolicyError(path, f"must hold an object, got {type(document).__name__}")
+    if document.get("kind") == KIND:
+        spec = document.get("spec")
+        try:
+            return compile_spec(spec, default_scheduler_name)
+        except PolicyError as exc:
+            raise PolicyError(f"{path}: {exc.field}", exc.message) from exc
+    try:
+        return default_scheduler_name, compile_policy(document)
+    except PolicyError as exc:
+        raise PolicyError(f"{path}: {exc.field}", exc.message) from exc
+
+
+def parse_label_selector(text: str) -> LabelSelector:
+    """A label selector in kubectl's syntax (`app=web,tier!=db,env in (a,b),!legacy`)."""
+    if not text.strip():
+        return EVERYTHING
+    requirements = []
+    for clause in _split_clauses(text):
+        try:
+            requirements.append(_requirement(clause))
+        except SelectorError as exc:
+            raise SimulateError(f"--pods {text!r}: {exc}") from exc
+    return EVERYTHING.add(requirements)
+
+
+def _split_clauses(text: str) -> list[str]:
+    clauses: list[str] = []
+    current: list[str] = []
+    depth = 0
+    for char in text:
+        if char == "," and depth == 0:
+            clauses.append("".join(current))
+            current = []
+            continue
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        current.append(char)
+    clauses.append("".join(current))
+    return clauses
+
+
+def _requirement(clause: str) -> Requirement:
+    if match := _SET_CLAUSE.match(clause):
+        key, op, values = match.groups()
+        listed = [v.strip() for v in values.split(",") if v.strip()]
+        return Requirement.build(key, IN if op == "in" else NOT_IN, listed)
+    if match := _EQ_CLAUSE.match(clause):
+        key, op, value = match.groups()
+        return Requirement.build(key, NOT_IN if op == "!=" else EQUALS, [value])
+    if match := _KEY_CLAUSE.match(clause):
+        negated, key = match.groups()
+        return Requirement.build(key, DOES_NOT_EXIST if negated else EXISTS, [])
+    raise SelectorError(f"cannot parse {clause.strip()!r}")
+
+
+# ------------------------------------------------------------------------------------- the work
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where a pod is (replay) or goes under the current policy (pending), and under the candidate.
+    None: unschedulable, `..._reason` says why."""
+
+    pod: str
+    current: str | None
+    candidate: str | None
+    current_reason: str = ""
+    candidate_reason: str = ""
+
+    @property
+    def moved(self) -> bool:
+        return self.current is not None and self.candidate is not None and self.current != self.candidate
+
+
+@dataclass(frozen=True, slots=True)
+class Spread:
+    """How evenly one resource is requested across the nodes, as fractions of allocatable."""
+
+    resource: str
+    mean: float
+    stdev: float
+    low: float
+    high: float
+
+
+@dataclass(frozen=True, slots=True)
+class Simulation:
+    mode: str
+    scheduler_name: str
+    seed: int
+    nodes: int
+    current_policy: str
+    candidate_policy: str
+    placements: tuple[Placement, ...]
+    before: tuple[Spread, ...]
+    after: tuple[Spread, ...]
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def moved(self) -> tuple[Placement, ...]:
+        return tuple(p for p in self.placements if p.moved)
+
+    @property
+    def newly_unschedulable(self) -> tuple[Placement, ...]:
+        return tuple(p for p in self.placements if p.current is not None and p.candidate is None)
+
+    @property
+    def newly_schedulable(self) -> tuple[Placement, ...]:
+        return tuple(p for p in self.placements if p.current is None and p.candidate is not None)
+
+    @property
+    def unschedulable_in_both(self) -> tuple[Placement, ...]:
+        return tuple(p for p in self.placements if p.current is None and p.candidate is None)
+
+    def as_dict(self) -> dict[str, Any]:
+        def spread(items: Sequence[Spread]) -> dict[str, Any]:
+            return {
+                s.resource: {"mean": s.mean, "stdev": s.stdev, "min": s.low, "max": s.high} for s in items
+            }
+
+        return {
+            "mode": self.mode,
+            "schedulerName": self.scheduler_name,
+            "seed": self.seed,
+            "nodes": self.nodes,
+            "currentPolicy": self.current_policy,
+            "candidatePolicy": self.candidate_policy,
+            "pods": len(self.placements),
+            "moved": len(self.moved),
+            "newlyUnschedulable": [p.pod for p in self.newly_unschedulable],
+            "newlySchedulable": [p.pod for p in self.newly_schedulable],
+            "unschedulableInBoth": [p.pod for p in self.unschedulable_in_both],
+            "utilisation": {"before": spread(self.before), "after": spread(self.after)},
+            "placements": [
+                {
+                    "pod": p.pod,
+                    "current": p.current,
+                    "candidate": p.candidate,
+                    **({"currentReason": p.current_reason} if p.current_reason else {}),
+                    **({"candidateReason": p.candidate_reason} if p.candidate_reason else {}),
+                }
+                for p in self.placements
+            ],
+            "notes": list(self.notes),
+        }
+
+
+def queue_order(pods: Sequence[Pod]) -> list[Pod]:
+    """The order the scheduler's queue takes pods that were all waiting: priority, then age, then listing."""
+    return sorted(pods, key=lambda p: (-p.priority, p.created.timestamp()))  # stable: listing order last
+
+
+def place(
+    algorithm: Algorithm, pods: Sequence[Pod], snapshot: Snapshot, seed: int
+) -> tuple[list[Any], Snapshot]:
+    """Each pod's outcome under `algorithm`, placed in turn as the scheduler places a batch, and the
+    snapshot with every placement applied."""
+    profiles = {pod.scheduler_name: algorithm for pod in pods}
+    outcomes, _ = schedule_batch(profiles, pods, snapshot, random.Random(seed), 0)
+    for pod, outcome in zip(pods, outcomes, strict=True):
+        if isinstance(outcome, ScheduleResult):
+            snapshot = snapshot.with_pod_on(pod, outcome.node_name)
+    return outcomes, snapshot
+
+
+def spreads(snapshot: Snapshot) -> tuple[Spread, ...]:
+    """Requested cpu and memory as shares of allocatable, across the nodes that have any."""
+    found = []
+    for resource in ("cpu", "memory"):
+        shares = []
+        for info in snapshot.nodes:
+            if resource == "cpu":
+                total, used = info.node.allocatable.milli_cpu, info.requested.milli_cpu
+            else:
+                total, used = info.node.allocatable.memory, info.requested.memory
+            if total > 0:
+                shares.append(used / total)
+        if shares:
+            found.append(
+                Spread(
+                    resource,
+                    round(statistics.fmean(shares), 4),
+                    round(statistics.pstdev(shares), 4),
+                    round(min(shares), 4),
+                    round(max(shares), 4),
+                )
+            )
+    return tuple(found)
+
+
+def _node_and_reason(outcome: Any) -> tuple[str | None, str]:
+    if isinstance(outcome, ScheduleResult):
+        return outcome.node_name, ""
+    if isinstance(outcome, FitError):
+        return None, outcome.summary()
+    return None, f"internal error while scheduling: {outcome!r}"
+
+
+def _without_node(raw: Mapping[str, Any]) -> Pod:
+    """A bound pod as it was before binding: HostName would pin it to its node otherwise."""
+    spec = {k: v for k, v in (raw.get("spec") or {}).items() if k != "nodeName"}
+    return pod_from_dict({**raw, "spec": spec})
+
+
+def selected(
+    state: ClusterState, scheduler_name: str, selector: LabelSelector, namespace: str | None
+) -> list[Mapping[str, Any]]:
+    """The raw pods of `scheduler_name` that the selector (and namespace, if any) picks, not deleting."""
+    found = []
+    for raw in state.pods:
+        meta = raw.get("metadata") or {}
+        spec = raw.get("spec") or {}
+        if spec.get("schedulerName", "default-scheduler") != scheduler_name or meta.get("deletionTimestamp"):
+            continue
+        if namespace is not None and meta.get("namespace") != namespace:
+            continue
+        if selector.matches(meta.get("labels") or {}):
+            found.append(raw)
+    return found
+
+
+def simulate(
+    state: ClusterState,
+    candidate: Algorithm,
+    current: Algorithm,
+    *,
+    scheduler_name: str,
+    selector: LabelSelector = EVERYTHING,
+    namespace: str | None = None,
+    replay: bool = False,
+    seed: int = DEFAULT_SEED,
+    candidate_policy: str = "",
+    current_policy: str = "",
+) -> Simulation:
+    """Place the selected pods under `candidate` and compare (see the module's docstring)."""
+    raws = selected(state, scheduler_name, selector, namespace)
+    notes: list[str] = []
+    if replay:
+        bound = [raw for raw in raws if (raw.get("spec") or {}).get("nodeName")]
+        uids = frozenset(str((raw.get("metadata") or {}).get("uid") or "") for raw in bound)
+        pods = queue_order([_without_node(raw) for raw in bound])
+        where = {pod_from_dict(raw).uid: str(raw["spec"]["nodeName"]) for raw in bound}
+        base = state.cache(leave_out=uids).snapshot()
+        before = spreads(state.cache().snapshot())
+        outcomes, after_snapshot = place(candidate, pods, base, seed)
+        placements = []
+        for pod, outcome in zip(pods, outcomes, strict=True):
+            node, reason = _node_and_reason(outcome)
+            placements.append(Placement(pod.key, where[pod.uid], node, "", reason))
+        current_policy = "the placements in the cluster state"
+    else:
+        pods = queue_order(
+            [pod_from_dict(raw) for raw in raws if not (raw.get("spec") or {}).get("nodeName")]
+        )
+        base = state.cache().snapshot()
+        current_outcomes, before_snapshot = place(current, pods, base, seed)
+        outcomes, after_snapshot = place(candidate, pods, base, seed)
+        before = spreads(before_snapshot)
+        placements = []
+        for pod, was, now in zip(pods, current_outcomes, outcomes, strict=True):
+            (was_node, was_reason), (now_node, now_reason) = _node_and_reason(was), _node_and_reason(now)
+            placements.append(Placement(pod.key, was_node, now_node, was_reason, now_reason))
+    if not pods:
+        kind = "bound" if replay else "pending"
+        notes.append(f'no {kind} pod of scheduler "{scheduler_name}" matches: nothing to place')
+    return Simulation(
+        REPLAY if replay else PENDING,
+        scheduler_name,
+        seed,
+        len(base.nodes),
+        current_policy,
+        candidate_policy,
+        tuple(placements),
+        before,
+        spreads(after_snapshot),
+        tuple(notes),
+    )
+
+
+# ------------------------------------------------------------------------------------ rendering
+
+
+def render_json(simulation: Simulation) -> str:
+    return json.dumps(simulation.as_dict(), indent=2)
+
+
+def _percent(value: float) -> str:
+    return f"{100 * value:.1f}%"
+
+
+def _table(rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+
+
+def render_table(simulation: Simulation) -> str:
+    s = simulation
+    what = "bound pod(s) replayed" if s.mode == REPLAY else "pending pod(s) placed"
+    total = len(s.placements)
+    share = f" ({100 * len(s.moved) / total:.1f}%)" if total else ""
+    lines = [
+        f'{total} {what} for scheduler "{s.scheduler_name}" on {s.nodes} node(s), seed {s.seed}'
+        "; nothing was bound",
+        f"current:   {s.current_policy}",
+        f"candidate: {s.candidate_policy}",
+        "",
+        f"moved: {len(s.moved)} of {total}{share}   newly unschedulable: {len(s.newly_unschedulable)}"
+        f"   newly schedulable: {len(s.newly_schedulable)}"
+        f"   unschedulable under both: {len(s.unschedulable_in_both)}",
+    ]
+    lines.extend(f"note: {note}" for note in s.notes)
+    if s.before or s.after:
+        rows = [["REQUESTED", "BEFORE mean", "stdev", "min..max", "AFTER mean", "stdev", "min..max"]]
+        after = {x.resource: x for x in s.after}
+        for b in s.before:
+            a = after.get(b.resource, b)
+            rows.append(
+                [
+                    b.resource,
+                    _percent(b.mean),
+                    _percent(b.stdev),
+                    f"{_percent(b.low)}..{_percent(b.high)}",
+                    _percent(a.mean),
+                    _percent(a.stdev),
+                    f"{_percent(a.low)}..{_percent(a.high)}",
+                ]
+            )
+        lines += ["", *_table(rows)]
+    if s.moved:
+        rows = [["POD", "CURRENT", "CANDIDATE"]]
+        rows += [[p.pod, p.current or "", p.candidate or ""] for p in s.moved]
+        lines += ["", f"MOVED ({len(s.moved)})", *_table(rows)]
+    if s.newly_unschedulable:
+        rows = [["POD", "CURRENT", "WHY NOT UNDER THE CANDIDATE"]]
+        rows += [[p.pod, p.current or "", p.candidate_reason] for p in s.newly_unschedulable]
+        lines += ["", f"NEWLY UNSCHEDULABLE ({len(s.newly_unschedulable)})", *_table(rows)]
+    if s.newly_schedulable:
+        rows = [["POD", "CANDIDATE", "WHY NOT NOW"]]
+        rows += [[p.pod, p.candidate or "", p.current_reason] for p in s.newly_schedulable]
+        lines += ["", f"NEWLY SCHEDULABLE ({len(s.newly_schedulable)})", *_table(rows)]
+    return "\n".join(lines)
+
+
+__all__ = [
+    "Placement",
+    "SimulateError",
+    "Simulation",
+    "Spread",
+    "parse_label_selector",
+    "place",
+    "queue_order",
+    "read_candidate",
+    "render_json",
+    "render_table",
+    "simulate",
+    "spreads",
+]
