@@ -1,20 +1,31 @@
-# kubesched: `docker build -t kubesched:0.1.0 .` (the tag manifests/deployment.yaml names).
+# kubesched: `make image` builds kubesched:VERSION (the tag manifests/deployment.yaml names), passing
+# VERSION (pyproject.toml's) and REVISION (the git commit) as build arguments.
 FROM python:3.11-slim-bookworm AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
+COPY requirements/constraints.txt ./requirements/
 COPY operator ./operator
 # A virtualenv, copied whole into the runtime image: no pip, build files or caches there.
+# Every dependency at the lock's version, so that a rebuild of the same commit installs the same code.
 RUN python -m venv /opt/kubesched \
- && /opt/kubesched/bin/pip install --no-cache-dir --disable-pip-version-check .
+ && /opt/kubesched/bin/pip install --no-cache-dir --disable-pip-version-check \
+      -c requirements/constraints.txt .
 
 FROM python:3.11-slim-bookworm
-LABEL org.opencontainers.image.title="kubesched" \
-      org.opencontainers.image.description="A Kubernetes pod scheduler with kube-scheduler's algorithm and live policies"
 COPY --from=build /opt/kubesched /opt/kubesched
+# A plain `docker build .` leaves them unknown rather than guessing.
+ARG VERSION=unknown
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title="kubesched" \
+      org.opencontainers.image.description="A Kubernetes pod scheduler with kube-scheduler's algorithm and live policies" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}"
 # The root filesystem is read-only in the Deployment: bytecode was compiled at install time.
+# KUBESCHED_REVISION: the image has no git checkout, so `kubesched version` reads the commit from here.
 ENV PATH=/opt/kubesched/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
-    PYTHONUNBUFFERED=1
+    PYTHONUNBUFFERED=1 \
+    KUBESCHED_REVISION=${REVISION}
 # A numeric user, so that the kubelet can check runAsNonRoot without a passwd entry.
 USER 65532:65532
 EXPOSE 10251

@@ -3,7 +3,9 @@ SHELL := /bin/bash
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
+# The lock: every install (dev venv, bench, image) takes its versions from it; `make lock` refreshes it.
+CONSTRAINTS := requirements/constraints.txt
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml $(CONSTRAINTS) | sha1sum | cut -c1-12)
 CLUSTER_DIR ?= .cluster
 SCHEDULER_NAME ?= kubesched
 POLICY ?= examples/policies/seed-policy.json
@@ -15,11 +17,11 @@ DEVPY := env PYTHONPATH=$(CURDIR)/hack $(BIN)/python
 
 all: test
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(CONSTRAINTS)
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) not found"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -c $(CONSTRAINTS) -e '.[dev]'
 	rm -f $(VENV)/.installed-*
 	touch $@
 
@@ -75,8 +77,39 @@ endif
 # BENCH_ARGS=--quick for a smoke run of a few minutes; see bench/README.md for the rest.
 BENCH_ARGS ?=
 bench: venv k8s
-	@$(BIN)/python -c "import matplotlib" 2>/dev/null || $(BIN)/pip install -q -e '.[dev,bench]'
+	@$(BIN)/python -c "import matplotlib" 2>/dev/null || $(BIN)/pip install -q -c $(CONSTRAINTS) -e '.[dev,bench]'
 	$(DEVPY) bench/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+
+# Regenerate the lock after changing dependencies in pyproject.toml. Pins already there stay where
+# they can; LOCK_ARGS=--upgrade (or --upgrade-package NAME) moves them to the newest allowed releases.
+# Resolved for the image's platform (CPython 3.11, x86_64 glibc) whatever machine runs it; uv is
+# pinned, and lives in its own venv, so that the lock's format does not change with the tool.
+UV_VERSION := 0.13.9
+LOCK_VENV := .venv-lock
+LOCK_ARGS ?=
+.PHONY: lock image
+
+$(LOCK_VENV)/.uv-$(UV_VERSION):
+	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) not found"; exit 1; }
+	$(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/pip install -q uv==$(UV_VERSION)
+	rm -f $(LOCK_VENV)/.uv-*
+	touch $@
+
+lock: $(LOCK_VENV)/.uv-$(UV_VERSION)
+	@mkdir -p $(dir $(CONSTRAINTS))
+	$(LOCK_VENV)/bin/uv pip compile -q pyproject.toml --all-extras --python-version 3.11 \
+	  --python-platform x86_64-manylinux_2_28 --custom-compile-command 'make lock' $(LOCK_ARGS) -o $(CONSTRAINTS)
+
+# The image kubesched:VERSION (pyproject.toml's version), labelled with that version and the commit
+# it is built from. The revision label names HEAD, so build releases from a clean checkout.
+VERSION = $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml)
+REVISION = $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+image:
+	@test -n "$(VERSION)" || { echo "no version in pyproject.toml"; exit 1; }
+	@test -z "$$(git status --porcelain -- Dockerfile .dockerignore pyproject.toml README.md requirements operator 2>/dev/null)" \
+	  || echo "warning: uncommitted changes; the image's revision label ($(REVISION)) does not include them" >&2
+	docker build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t kubesched:$(VERSION) .
