@@ -1,13 +1,21 @@
 """Objects and helpers that unit tests, integration tests, benchmarks and the demo share.
 
-`make_node` and `make_pod` return plain dicts shaped as the API server returns them, so the same
-object feeds a pure unit test and a POST to a real API server.
+Two families of builders:
+
+- `make_node` and `make_pod` return plain dicts shaped as the API server returns them (a kubelet's
+  node with its labels and conditions, a pod for our scheduler), so the same object feeds a pure
+  unit test and a POST to a real API server;
+- `model_node`, `model_pod` (with `container`, `node_info`, `snapshot`) return the model's typed
+  views, bare: only what a test names, as kube-scheduler's plugin tests build them; `run_filter`
+  and `run_priority` run one plugin on them as the algorithm does.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import itertools
+import json
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -29,6 +37,9 @@ from kubernetes_asyncio.client import (
 )
 
 from kubesched.kube.client import request
+from kubesched.model.nodeinfo import ClusterObjects, NodeInfo, Snapshot
+from kubesched.model.objects import Node, Pod, node_from_dict, pod_from_dict
+from kubesched.plugins.framework import SKIP, Predicate, Priority
 
 T = TypeVar("T")
 
@@ -139,12 +150,12 @@ def make_pod(
     """
     requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
     requests.update(extended or {})
-    container: dict[str, Any] = {"name": "main", "image": PAUSE_IMAGE}
+    main: dict[str, Any] = {"name": "main", "image": PAUSE_IMAGE}
     if requests:
-        container["resources"] = {"requests": requests}
+        main["resources"] = {"requests": requests}
     if host_port is not None:
-        container["ports"] = [{"containerPort": host_port, "hostPort": host_port, "protocol": "TCP"}]
-    spec: dict[str, Any] = {"schedulerName": scheduler_name, "containers": [container]}
+        main["ports"] = [{"containerPort": host_port, "hostPort": host_port, "protocol": "TCP"}]
+    spec: dict[str, Any] = {"schedulerName": scheduler_name, "containers": [main]}
     if node_selector:
         spec["nodeSelector"] = dict(node_selector)
     if tolerations:
@@ -189,6 +200,133 @@ def make_priority_class(priority: int) -> dict[str, Any]:
         "value": priority,
         "description": "made by kubesched_dev.fixtures",
     }
+
+
+# ------------------------------------------------------------------------------- model objects
+
+_uids = itertools.count()
+
+# The seed policy the project ships, read from the file users run with.
+SEED_POLICY: dict[str, Any] = json.loads(
+    (Path(__file__).parents[2] / "examples" / "policies" / "seed-policy.json").read_text()
+)
+
+
+def model_node(
+    name: str,
+    cpu: str = "4",
+    memory: str = "8Gi",
+    pods: str = "110",
+    *,
+    labels: Mapping[str, str] | None = None,
+    taints: Sequence[Mapping[str, str]] = (),
+    unschedulable: bool = False,
+    extra: Mapping[str, str] | None = None,
+    allocatable: Mapping[str, Any] | None = None,
+    conditions: Mapping[str, str] | None = None,
+    images: Sequence[tuple[Sequence[str], int]] = (),
+    annotations: Mapping[str, str] | None = None,
+) -> Node:
+    """A bare Node: `allocatable` (or cpu, memory, pods and `extra`), and only the labels, taints,
+    conditions (type -> status), images ((names, size in bytes)) and annotations given."""
+    resources = dict(allocatable) if allocatable is not None else {"cpu": cpu, "memory": memory, "pods": pods}
+    resources.update(extra or {})
+    spec: dict[str, Any] = {"taints": [dict(t) for t in taints]}
+    if unschedulable:
+        spec["unschedulable"] = True
+    metadata: dict[str, Any] = {"name": name, "uid": f"node-{name}", "labels": dict(labels or {})}
+    if annotations:
+        metadata["annotations"] = dict(annotations)
+    status: dict[str, Any] = {"allocatable": resources}
+    if conditions is not None:
+        status["conditions"] = [{"type": kind, "status": value} for kind, value in conditions.items()]
+    if images:
+        status["images"] = [{"names": list(names), "sizeBytes": size} for names, size in images]
+    return node_from_dict({"metadata": metadata, "spec": spec, "status": status})
+
+
+def container(
+    cpu: str | None = None,
+    memory: str | None = None,
+    extra: Mapping[str, str] | None = None,
+    ports: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
+    """A container spec requesting `cpu`, `memory` and `extra` resources, with `ports`."""
+    requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
+    requests.update(extra or {})
+    out: dict[str, Any] = {"name": "c", "image": "pause", "resources": {"requests": requests}}
+    if ports:
+        out["ports"] = [dict(p) for p in ports]
+    return out
+
+
+def model_pod(
+    name: str = "pod",
+    namespace: str = "default",
+    cpu: str | None = None,
+    memory: str | None = None,
+    *,
+    labels: Mapping[str, str] | None = None,
+    containers: Sequence[Mapping[str, Any]] | None = None,
+    init_containers: Sequence[Mapping[str, Any]] = (),
+    extra: Mapping[str, str] | None = None,
+    ports: Sequence[Mapping[str, Any]] = (),
+    node_name: str = "",
+    deleting: bool = False,
+    **spec: Any,
+) -> Pod:
+    """A bare Pod with a fresh uid; `spec` keyword arguments (nodeSelector=..., affinity=...,
+    volumes=...) go into its spec."""
+    if containers is None:
+        containers = [container(cpu, memory, extra, ports)]
+    full_spec: dict[str, Any] = {"containers": [dict(c) for c in containers], **spec}
+    if init_containers:
+        full_spec["initContainers"] = [dict(c) for c in init_containers]
+    if node_name:
+        full_spec["nodeName"] = node_name
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": namespace,
+        "uid": f"uid-{name}-{next(_uids)}",
+        "labels": dict(labels or {}),
+    }
+    if deleting:
+        meta["deletionTimestamp"] = "2021-01-01T00:00:00Z"
+    return pod_from_dict({"metadata": meta, "spec": full_spec})
+
+
+def node_info(node: Node, pods: Iterable[Pod] = ()) -> NodeInfo:
+    """`node` running `pods`."""
+    info = NodeInfo(node)
+    for pod in pods:
+        info = info.with_pod(pod)
+    return info
+
+
+def snapshot(*infos: NodeInfo | Node, objects: ClusterObjects | None = None) -> Snapshot:
+    """A snapshot of these nodes (bare ones run no pods) and cluster `objects`."""
+    return Snapshot.of([i if isinstance(i, NodeInfo) else NodeInfo(i) for i in infos], objects)
+
+
+def run_filter(
+    predicate: Predicate, pod: Pod, info: NodeInfo, snap: Snapshot | None = None
+) -> tuple[str, ...]:
+    """prefilter then filter, as the algorithm runs them; SKIP means the pod fits."""
+    state = predicate.prefilter(pod, snap or snapshot(info))
+    if state is SKIP:
+        return ()
+    return tuple(predicate.filter(pod, state, info))
+
+
+def run_priority(
+    priority: Priority, pod: Pod, infos: Sequence[NodeInfo], snap: Snapshot | None = None
+) -> list[int]:
+    """prescore, score and normalize over `infos`, as the algorithm runs them."""
+    snap = snap or snapshot(*infos)
+    state = priority.prescore(pod, snap, infos)
+    scores = [priority.score(pod, state, info) for info in infos]
+    priority.normalize(pod, state, infos, scores)
+    return scores
 
 
 # ------------------------------------------------------------------------------------ API helpers

@@ -23,8 +23,7 @@ from prometheus_client.registry import Collector
 
 from kubesched.cli import main
 from kubesched.kube.client import request
-from kubesched.plugins import predicate_registry as predicates
-from kubesched.plugins import priority_registry as priorities
+from kubesched.plugins import registry as plugins
 from kubesched.policy.store import API_GROUP, API_VERSION, PLURAL, compile_spec
 from kubesched.telemetry import metrics
 from kubesched_dev.devcluster import LocalControlPlane
@@ -79,8 +78,8 @@ def commands(name: str) -> Iterator[list[str]]:
 @pytest.mark.parametrize(
     ("name", "registry", "aliases"),
     [
-        ("predicates", set(predicates.REGISTRY), predicates.ALIASES),
-        ("priorities", set(priorities.REGISTRY) | priorities.SKIPPED, priorities.ALIASES),
+        ("predicates", set(plugins.PREDICATES), plugins.PREDICATE_ALIASES),
+        ("priorities", set(plugins.PRIORITIES) | plugins.SKIPPED_PRIORITIES, plugins.PRIORITY_ALIASES),
     ],
 )
 def test_every_predicate_and_priority_is_listed_once_with_its_aliases(

@@ -11,8 +11,7 @@ import pytest
 from kubesched.algorithm.generic import FitError
 from kubesched.policy.compile import compile_policy
 from kubesched.tools.explain import explain, render_json, render_table
-
-from .algofixtures import make_node, make_pod, node_info, snapshot
+from kubesched_dev.fixtures import model_node, model_pod, node_info, snapshot
 
 POLICY = compile_policy(
     {
@@ -24,19 +23,19 @@ POLICY = compile_policy(
     }
 )
 CLUSTER = snapshot(
-    make_node("small", cpu="1", labels={"disk": "ssd"}),
-    make_node("hdd", cpu="8", labels={"disk": "hdd"}),
-    make_node(
+    model_node("small", cpu="1", labels={"disk": "ssd"}),
+    model_node("hdd", cpu="8", labels={"disk": "hdd"}),
+    model_node(
         "tainted",
         cpu="8",
         labels={"disk": "ssd"},
         taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}],
     ),
-    make_node("both", cpu="1", labels={"disk": "hdd"}),
-    node_info(make_node("busy", cpu="4", labels={"disk": "ssd"}), [make_pod("x", cpu="2")]),
-    make_node("roomy", cpu="16", memory="32Gi", labels={"disk": "ssd"}),
+    model_node("both", cpu="1", labels={"disk": "hdd"}),
+    node_info(model_node("busy", cpu="4", labels={"disk": "ssd"}), [model_pod("x", cpu="2")]),
+    model_node("roomy", cpu="16", memory="32Gi", labels={"disk": "ssd"}),
 )
-POD = make_pod("web", cpu="2", nodeSelector={"disk": "ssd"})
+POD = model_pod("web", cpu="2", nodeSelector={"disk": "ssd"})
 
 
 def test_every_predicate_on_every_node_and_every_priority_on_the_feasible_ones() -> None:
@@ -64,7 +63,7 @@ def test_every_predicate_on_every_node_and_every_priority_on_the_feasible_ones()
 
 
 def test_the_message_counts_what_the_scheduler_would_count() -> None:
-    impossible = make_pod("huge", cpu="64", nodeSelector={"disk": "ssd"})
+    impossible = model_pod("huge", cpu="64", nodeSelector={"disk": "ssd"})
     result = explain(POLICY, impossible, CLUSTER)
     assert result.feasible == ()
     # Only the first failing predicate per node, as without alwaysCheckAllPredicates: the very
@@ -103,8 +102,8 @@ def test_table_and_json() -> None:
 def test_a_policy_without_priorities_scores_every_node_1() -> None:
     result = explain(
         compile_policy({"predicates": [], "priorities": []}),
-        make_pod(),
-        snapshot(make_node("a"), make_node("b")),
+        model_pod(),
+        snapshot(model_node("a"), model_node("b")),
     )
     assert [(s.node, s.total) for s in result.feasible] == [("a", 1), ("b", 1)]
     assert result.message == "would be scheduled on one of a, b (tied, picked at random)"

@@ -19,22 +19,21 @@ from kubesched.plugins.node_affinity.filtering import ERR_REASON_NODE_AFFINITY
 from kubesched.plugins.node_resources.fit import ERR_REASON_CPU, ERR_REASON_MEMORY
 from kubesched.plugins.node_validity.filtering import ERR_REASON_INVALID_NODE
 from kubesched.policy.compile import compile_policy
-
-from .algofixtures import SEED_POLICY, make_node, make_pod, node_info, snapshot
+from kubesched_dev.fixtures import SEED_POLICY, model_node, model_pod, node_info, snapshot
 
 SEED = compile_policy(SEED_POLICY)
 RNG = random.Random(0)
 
 
 def nodes(count: int, **kwargs: Any) -> Snapshot:
-    return snapshot(*[make_node(f"n{i:04d}", **kwargs) for i in range(count)])
+    return snapshot(*[model_node(f"n{i:04d}", **kwargs) for i in range(count)])
 
 
 # ------------------------------------------------------------------------------------- FitError
 
 
 def test_fit_error_message_counts_and_sorts_reasons_as_strings() -> None:
-    pod = make_pod()
+    pod = model_pod()
     error = FitError(
         pod,
         5,
@@ -58,25 +57,25 @@ def test_fit_error_message_counts_and_sorts_reasons_as_strings() -> None:
 def test_fit_error_sorts_counts_as_strings_like_go() -> None:
     # sort.Strings on "<count> <reason>": "10 ..." sorts before "9 ...".
     reasons = {f"a{i}": ("x",) for i in range(10)} | {f"b{i}": ("y",) for i in range(9)}
-    assert FitError(make_pod(), 19, reasons).summary() == "0/19 nodes are available: 10 x, 9 y."
+    assert FitError(model_pod(), 19, reasons).summary() == "0/19 nodes are available: 10 x, 9 y."
 
 
 def test_fit_error_pickles() -> None:
-    error = FitError(make_pod(), 1, {"a": ("x",)})
+    error = FitError(model_pod(), 1, {"a": ("x",)})
     copy = pickle.loads(pickle.dumps(error))
     assert str(copy) == str(error) == "0/1 nodes are available: 1 x."
 
 
 def test_schedule_raises_the_kube_scheduler_message() -> None:
     snap = snapshot(
-        make_node("a", labels={"disk": "hdd"}),
-        make_node("b", labels={"disk": "hdd"}),
-        make_node("c", cpu="1", labels={"disk": "ssd"}),
-        make_node("d", cpu="1", labels={"disk": "ssd"}),
-        make_node("e", cpu="1", labels={"disk": "ssd"}),
+        model_node("a", labels={"disk": "hdd"}),
+        model_node("b", labels={"disk": "hdd"}),
+        model_node("c", cpu="1", labels={"disk": "ssd"}),
+        model_node("d", cpu="1", labels={"disk": "ssd"}),
+        model_node("e", cpu="1", labels={"disk": "ssd"}),
     )
     with pytest.raises(FitError) as caught:
-        SEED.schedule(make_pod(cpu="2", nodeSelector={"disk": "ssd"}), snap, RNG)
+        SEED.schedule(model_pod(cpu="2", nodeSelector={"disk": "ssd"}), snap, RNG)
     assert str(caught.value) == (
         "0/5 nodes are available: 2 node(s) didn't match Pod's node affinity, 3 Insufficient cpu."
     )
@@ -86,7 +85,7 @@ def test_schedule_raises_the_kube_scheduler_message() -> None:
 
 def test_no_nodes_at_all() -> None:
     with pytest.raises(FitError, match=r"^no nodes available to schedule pods$"):
-        SEED.schedule(make_pod(), snapshot(), RNG)
+        SEED.schedule(model_pod(), snapshot(), RNG)
 
 
 # --------------------------------------------------------------------------- predicate order
@@ -103,19 +102,19 @@ def test_filters_run_in_kube_scheduler_order_not_policy_order() -> None:
         "PodToleratesNodeTaints",
     )
     with pytest.raises(FitError) as caught:
-        algorithm.schedule(make_pod(cpu="8", nodeSelector={"x": "y"}), snapshot(make_node("a")), RNG)
+        algorithm.schedule(model_pod(cpu="8", nodeSelector={"x": "y"}), snapshot(model_node("a")), RNG)
     assert caught.value.node_reasons == {"a": (ERR_REASON_NODE_AFFINITY,)}
 
 
 def test_always_check_all_predicates_collects_every_reason() -> None:
-    node = make_node(
+    node = model_node(
         "a",
         cpu="1",
         memory="1Gi",
         unschedulable=True,
         taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}],
     )
-    pod = make_pod(cpu="2", memory="2Gi", nodeSelector={"x": "y"})
+    pod = model_pod(cpu="2", memory="2Gi", nodeSelector={"x": "y"})
     policy = dict(SEED_POLICY, alwaysCheckAllPredicates=True)
     with pytest.raises(FitError) as caught:
         compile_policy(policy).schedule(pod, snapshot(node), RNG)
@@ -160,7 +159,7 @@ def test_num_feasible_nodes_to_find(num_nodes: int, percentage: int, expected: i
 
 def test_search_stops_after_enough_feasible_nodes_and_wraps_around() -> None:
     snap = nodes(1000, cpu="4")
-    result = SEED.schedule(make_pod(cpu="1"), snap, RNG, start_index=990)
+    result = SEED.schedule(model_pod(cpu="1"), snap, RNG, start_index=990)
     assert result.evaluated_nodes == result.feasible_nodes == 420
     assert result.next_start_index == (990 + 420) % 1000
     expected = {f"n{i:04d}" for i in [*range(990, 1000), *range(0, 410)]}
@@ -170,8 +169,8 @@ def test_search_stops_after_enough_feasible_nodes_and_wraps_around() -> None:
 
 def test_failed_nodes_count_as_evaluated() -> None:
     # Every third node is too small: 420 feasible nodes need about 630 checks from node 0.
-    snap = snapshot(*[make_node(f"n{i:04d}", cpu="1" if i % 3 == 0 else "4") for i in range(1000)])
-    result = SEED.schedule(make_pod(cpu="2"), snap, RNG)
+    snap = snapshot(*[model_node(f"n{i:04d}", cpu="1" if i % 3 == 0 else "4") for i in range(1000)])
+    result = SEED.schedule(model_pod(cpu="2"), snap, RNG)
     assert result.feasible_nodes == 420
     failed = len(result.failed_nodes)
     assert result.evaluated_nodes == 420 + failed == 630
@@ -180,7 +179,7 @@ def test_failed_nodes_count_as_evaluated() -> None:
 
 
 def test_start_index_beyond_a_shrunken_cluster_wraps() -> None:
-    result = SEED.schedule(make_pod(), nodes(3), RNG, start_index=7)
+    result = SEED.schedule(model_pod(), nodes(3), RNG, start_index=7)
     assert result.evaluated_nodes == 3 and result.next_start_index == 1  # (7 % 3 + 3) % 3
 
 
@@ -188,8 +187,8 @@ def test_start_index_beyond_a_shrunken_cluster_wraps() -> None:
 
 
 def test_single_feasible_node_is_returned_without_scoring() -> None:
-    snap = snapshot(make_node("small", cpu="1"), make_node("big", cpu="8"), make_node("other", cpu="1"))
-    result = SEED.schedule(make_pod(cpu="2"), snap, RNG, start_index=1)
+    snap = snapshot(model_node("small", cpu="1"), model_node("big", cpu="8"), model_node("other", cpu="1"))
+    result = SEED.schedule(model_pod(cpu="2"), snap, RNG, start_index=1)
     assert (result.node_name, result.feasible_nodes, result.evaluated_nodes) == ("big", 1, 3)
     assert result.scores == {}
     assert result.next_start_index == 1  # all three checked: (1 + 3) % 3
@@ -203,17 +202,17 @@ def test_highest_total_wins_whatever_the_seed() -> None:
     # idle: cpu 100 of 4000, memory 200Mi of 8192Mi.
     #   least requested: cpu 3900*100/4000 = 97, memory 7992*100/8192 = 97 -> 97
     #   balanced: 1 - |0.025 - 0.0244140625| = 0.9994 -> 99; spread 100. Total 296.
-    busy = node_info(make_node("busy", memory="8Gi"), [make_pod("x", cpu="3")])
-    snap = snapshot(busy, make_node("idle", memory="8Gi"))
+    busy = node_info(model_node("busy", memory="8Gi"), [model_pod("x", cpu="3")])
+    snap = snapshot(busy, model_node("idle", memory="8Gi"))
     for seed in range(20):
-        result = SEED.schedule(make_pod(), snap, random.Random(seed))
+        result = SEED.schedule(model_pod(), snap, random.Random(seed))
         assert result.node_name == "idle"
     assert result.scores == {"busy": 185, "idle": 296}
 
 
 def test_ties_are_broken_uniformly_at_random() -> None:
     snap = nodes(4)
-    picks = Counter(SEED.schedule(make_pod(), snap, random.Random(seed)).node_name for seed in range(800))
+    picks = Counter(SEED.schedule(model_pod(), snap, random.Random(seed)).node_name for seed in range(800))
     assert set(picks) == {"n0000", "n0001", "n0002", "n0003"}
     # Each node is expected 200 times; 130 is more than 5 standard deviations (12.2) away.
     assert all(130 < count < 270 for count in picks.values()), picks
@@ -221,7 +220,7 @@ def test_ties_are_broken_uniformly_at_random() -> None:
 
 def test_same_seed_same_choice() -> None:
     snap = nodes(10)
-    first = [SEED.schedule(make_pod(), snap, random.Random(42)).node_name for _ in range(3)]
+    first = [SEED.schedule(model_pod(), snap, random.Random(42)).node_name for _ in range(3)]
     assert len(set(first)) == 1
 
 
@@ -250,14 +249,14 @@ def test_weighted_sum_of_normalized_scores() -> None:
         predicates=SEED.predicates,
         priorities=(WeightedPriority(FixedScore({"a": 10, "b": 40}), 3), WeightedPriority(Halve(), 2)),
     )
-    result = algorithm.schedule(make_pod(), snapshot(make_node("a"), make_node("b")), RNG)
+    result = algorithm.schedule(model_pod(), snapshot(model_node("a"), model_node("b")), RNG)
     assert result.scores == {"a": 3 * 10 + 2 * 5, "b": 3 * 40 + 2 * 5}
     assert result.node_name == "b"
 
 
 def test_without_priorities_every_node_scores_one() -> None:
     algorithm = compile_policy({"priorities": []})
-    result = algorithm.schedule(make_pod(), nodes(3), RNG)
+    result = algorithm.schedule(model_pod(), nodes(3), RNG)
     assert result.scores == {"n0000": 1, "n0001": 1, "n0002": 1}
 
 
@@ -265,7 +264,7 @@ def test_without_priorities_every_node_scores_one() -> None:
 
 
 def test_pod_with_invalid_requests_gets_a_fit_error_saying_why() -> None:
-    pod = make_pod(cpu="lots")
+    pod = model_pod(cpu="lots")
     assert pod.parse_error is not None
     with pytest.raises(FitError) as caught:
         SEED.schedule(pod, nodes(3), RNG)
@@ -290,9 +289,9 @@ def broken_node(name: str) -> Any:
 
 
 def test_node_with_parse_error_is_never_chosen() -> None:
-    snap = snapshot(broken_node("broken"), make_node("ok", cpu="1"))
+    snap = snapshot(broken_node("broken"), model_node("ok", cpu="1"))
     for seed in range(10):
-        result = SEED.schedule(make_pod(), snap, random.Random(seed))
+        result = SEED.schedule(model_pod(), snap, random.Random(seed))
         assert result.node_name == "ok"
         assert result.failed_nodes == {"broken": (ERR_REASON_INVALID_NODE,)}
 
@@ -302,10 +301,10 @@ def test_node_with_parse_error_is_a_reason_in_the_fit_error() -> None:
     snap = snapshot(
         broken_node("broken"),
         node_from_dict({"metadata": {"name": "empty"}, "status": {}}),
-        make_node("ok", cpu="1"),
+        model_node("ok", cpu="1"),
     )
     with pytest.raises(FitError) as caught:
-        compile_policy(policy).schedule(make_pod(cpu="2"), snap, RNG)
+        compile_policy(policy).schedule(model_pod(cpu="2"), snap, RNG)
     assert (
         str(caught.value)
         == "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had invalid spec or status."

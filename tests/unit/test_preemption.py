@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kubesched.algorithm.batch import schedule_batch, with_nominated
 from kubesched.algorithm.generic import FitError
 from kubesched.algorithm.preemption import (
     ERR_REASON_NO_VICTIMS,
@@ -29,10 +30,7 @@ from kubesched.model.disruption import DisruptionBudget, budget_from_dict
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
 from kubesched.policy.compile import compile_policy, default_algorithm
-from kubesched.runtime.nominator import with_nominated
-from kubesched.runtime.scheduler import schedule_batch
-
-from .algofixtures import make_node, make_pod, node_info, snapshot
+from kubesched_dev.fixtures import model_node, model_pod, node_info, snapshot
 
 ALGORITHM = default_algorithm()
 PREDICATES = ALGORITHM.predicates
@@ -41,7 +39,7 @@ EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 
 def pod(name: str, cpu: str, priority: int = 0, *, started: int = 0, **kwargs: Any) -> Pod:
     """A pod asking for `cpu`; `started` minutes after EPOCH stands for its start time."""
-    made = make_pod(name, cpu=cpu, priority=priority, **kwargs)
+    made = model_pod(name, cpu=cpu, priority=priority, **kwargs)
     return replace(made, created=EPOCH + timedelta(minutes=started))
 
 
@@ -55,7 +53,7 @@ def run(
     preemptor: Pod, snap: Snapshot, budgets: tuple[DisruptionBudget, ...] = (), nominated_node: str = ""
 ) -> Preemption:
     error = fit_error(preemptor, snap)
-    return preempt(preemptor, error, snap, PREDICATES, budgets, random.Random(0), nominated_node)
+    return preempt(error, snap, PREDICATES, budgets, random.Random(0), nominated_node)
 
 
 def names(pods: tuple[Pod, ...]) -> list[str]:
@@ -189,7 +187,7 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_preemption_picks_the_node_and_victims_of_kube_scheduler(case: Case) -> None:
-    snap = snapshot(*[node_info(make_node(n, cpu="4"), pods) for n, pods in case.nodes.items()])
+    snap = snapshot(*[node_info(model_node(n, cpu="4"), pods) for n, pods in case.nodes.items()])
     result = run(case.preemptor, snap, case.budgets)
     assert result.message == ""
     assert (result.node_name, names(result.victims)) == (case.node, case.victims)
@@ -197,7 +195,7 @@ def test_preemption_picks_the_node_and_victims_of_kube_scheduler(case: Case) -> 
 
 def test_a_host_port_conflict_is_resolved_by_evicting_the_pod_holding_the_port() -> None:
     port = [{"containerPort": 80, "hostPort": 80}]
-    snap = snapshot(node_info(make_node("a"), [pod("web", "100m", 1, ports=port), pod("idle", "100m", 1)]))
+    snap = snapshot(node_info(model_node("a"), [pod("web", "100m", 1, ports=port), pod("idle", "100m", 1)]))
     result = run(pod("preemptor", "100m", 10, ports=port), snap)
     assert (result.node_name, names(result.victims)) == ("a", ["web"])
 
@@ -213,7 +211,7 @@ def test_anti_affinity_to_a_lower_priority_pod_is_resolved_by_evicting_it() -> N
     host = {"kubernetes.io/hostname": "a"}
     snap = snapshot(
         node_info(
-            make_node("a", cpu="8", labels=host),
+            model_node("a", cpu="8", labels=host),
             [pod("noisy", "1", 1, labels={"app": "noisy"}), pod("quiet", "1", 1)],
         )
     )
@@ -226,9 +224,9 @@ def test_anti_affinity_to_a_lower_priority_pod_is_resolved_by_evicting_it() -> N
 
 def test_higher_or_equal_priority_pods_are_never_victims() -> None:
     snap = snapshot(
-        node_info(make_node("a", cpu="2"), [pod("a1", "2", 10)]),
-        node_info(make_node("b", cpu="2"), [pod("b1", "2", 11)]),
-        node_info(make_node("c", cpu="1"), [pod("c1", "1", 0)]),  # too small even when emptied
+        node_info(model_node("a", cpu="2"), [pod("a1", "2", 10)]),
+        node_info(model_node("b", cpu="2"), [pod("b1", "2", 11)]),
+        node_info(model_node("c", cpu="1"), [pod("c1", "1", 0)]),  # too small even when emptied
     )
     result = run(pod("preemptor", "2", 10), snap)
     assert result.node_name == "" and result.victims == ()
@@ -236,16 +234,18 @@ def test_higher_or_equal_priority_pods_are_never_victims() -> None:
 
 
 def test_preemption_policy_never_does_not_preempt() -> None:
-    snap = snapshot(node_info(make_node("a", cpu="2"), [pod("low", "2", 0)]))
+    snap = snapshot(node_info(model_node("a", cpu="2"), [pod("low", "2", 0)]))
     result = run(pod("preemptor", "2", 10, preemptionPolicy="Never"), snap)
     assert result == Preemption(message=MSG_PREEMPT_NEVER)
 
 
 def test_unresolvable_nodes_are_left_out() -> None:
     snap = snapshot(
-        node_info(make_node("tainted", cpu="2", taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}])),
-        node_info(make_node("other-zone", cpu="4", labels={"zone": "b"}), [pod("low", "2", 0)]),
-        node_info(make_node("full", cpu="2", labels={"zone": "a"}), [pod("high", "2", 50)]),
+        node_info(
+            model_node("tainted", cpu="2", taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}])
+        ),
+        node_info(model_node("other-zone", cpu="4", labels={"zone": "b"}), [pod("low", "2", 0)]),
+        node_info(model_node("full", cpu="2", labels={"zone": "a"}), [pod("high", "2", 50)]),
     )
     result = run(pod("preemptor", "1", 10, nodeSelector={"zone": "a"}), snap)
     assert result.node_name == "" and result.clear_nomination
@@ -255,13 +255,13 @@ def test_unresolvable_nodes_are_left_out() -> None:
 
 
 def test_a_node_where_even_evicting_everything_is_not_enough_gives_its_reason() -> None:
-    snap = snapshot(node_info(make_node("small", cpu="2"), [pod("low", "1", 0)]))
+    snap = snapshot(node_info(model_node("small", cpu="2"), [pod("low", "1", 0)]))
     result = run(pod("preemptor", "3", 10), snap)
     assert result.message == "0/1 nodes are available: 1 Insufficient cpu."
 
 
 def test_a_cluster_of_one_priority_keeps_the_1_20_message() -> None:
-    snap = snapshot(node_info(make_node("a", cpu="1"), [pod("peer", "1", 0)]))
+    snap = snapshot(node_info(model_node("a", cpu="1"), [pod("peer", "1", 0)]))
     preemptor = pod("preemptor", "1", 0)
     outcome = attempt(fit_error(preemptor, snap), snap, PREDICATES)
     assert isinstance(outcome, PreemptionOutcome)
@@ -269,7 +269,7 @@ def test_a_cluster_of_one_priority_keeps_the_1_20_message() -> None:
 
 
 def test_the_failed_scheduling_message_carries_the_preemption_outcome() -> None:
-    snap = snapshot(node_info(make_node("a", cpu="1"), [pod("low", "1", 0)]))
+    snap = snapshot(node_info(model_node("a", cpu="1"), [pod("low", "1", 0)]))
     never = pod("never", "1", 5, preemptionPolicy="Never")
     outcome = attempt(fit_error(never, snap), snap, PREDICATES)
     assert outcome.summary() == (
@@ -278,10 +278,10 @@ def test_the_failed_scheduling_message_carries_the_preemption_outcome() -> None:
 
 
 def test_a_pod_whose_victims_are_still_terminating_waits() -> None:
-    leaving = make_pod("leaving", cpu="2", priority=0, deleting=True)
+    leaving = model_pod("leaving", cpu="2", priority=0, deleting=True)
     snap = snapshot(
-        node_info(make_node("a", cpu="2"), [leaving]),
-        node_info(make_node("b", cpu="2"), [pod("low", "2", 0)]),
+        node_info(model_node("a", cpu="2"), [leaving]),
+        node_info(model_node("b", cpu="2"), [pod("low", "2", 0)]),
     )
     preemptor = pod("preemptor", "2", 10)
     assert run(preemptor, snap, nominated_node="a") == Preemption(message=MSG_TERMINATING)
@@ -290,17 +290,17 @@ def test_a_pod_whose_victims_are_still_terminating_waits() -> None:
 
 
 def test_a_nominated_node_that_can_never_fit_does_not_hold_the_pod_back() -> None:
-    leaving = make_pod("leaving", cpu="2", priority=0, deleting=True)
+    leaving = model_pod("leaving", cpu="2", priority=0, deleting=True)
     snap = snapshot(
-        node_info(make_node("cordoned", cpu="2", unschedulable=True), [leaving]),
-        node_info(make_node("b", cpu="2"), [pod("low", "2", 0)]),
+        node_info(model_node("cordoned", cpu="2", unschedulable=True), [leaving]),
+        node_info(model_node("b", cpu="2"), [pod("low", "2", 0)]),
     )
     result = run(pod("preemptor", "2", 10), snap, nominated_node="cordoned")
     assert (result.node_name, names(result.victims)) == ("b", ["low"])
 
 
 def test_attempt_leaves_errors_preemption_cannot_help_alone() -> None:
-    snap = snapshot(node_info(make_node("a")))
+    snap = snapshot(node_info(model_node("a")))
     error = FitError(pod("p", "1", 10), 1, {}, pod_error="invalid resource requests: x")
     assert attempt(error, snap, PREDICATES) is error
 
@@ -328,7 +328,7 @@ def test_budget_parsing() -> None:
 
 
 def test_nominated_pods_hold_room_for_lower_or_equal_priority_pods_only() -> None:
-    snap = snapshot(node_info(make_node("a", cpu="2")))
+    snap = snapshot(node_info(model_node("a", cpu="2")))
     nominee = pod("nominee", "2", 10)
     nominated = {nominee.uid: (nominee, "a")}
     for priority, fits in ((5, False), (10, False), (11, True)):
@@ -342,7 +342,7 @@ def test_nominated_pods_hold_room_for_lower_or_equal_priority_pods_only() -> Non
 
 
 def test_a_batch_keeps_the_room_a_preemptor_won_for_it() -> None:
-    snap = snapshot(node_info(make_node("a", cpu="2"), [pod("low", "2", 0)]))
+    snap = snapshot(node_info(model_node("a", cpu="2"), [pod("low", "2", 0)]))
     high = pod("high", "2", 100)
     mid = pod("mid", "1", 50)
     outcomes, _ = schedule_batch({"default-scheduler": ALGORITHM}, [high, mid], snap, random.Random(0), 0)
@@ -354,7 +354,7 @@ def test_a_batch_keeps_the_room_a_preemptor_won_for_it() -> None:
 
 
 def test_a_nominated_pod_of_lower_priority_does_not_block_a_higher_one() -> None:
-    snap = snapshot(node_info(make_node("a", cpu="2")))
+    snap = snapshot(node_info(model_node("a", cpu="2")))
     low = pod("low-nominee", "2", 1)
     high = pod("high", "2", 100)
     outcomes, _ = schedule_batch(
@@ -386,7 +386,7 @@ def test_preemption_properties(
 ) -> None:
     infos = []
     for i, pods in enumerate(layout):
-        info = NodeInfo(make_node(f"n{i}", cpu="6"))
+        info = NodeInfo(model_node(f"n{i}", cpu="6"))
         for j, (want, prio) in enumerate(pods):
             if info.requested.milli_cpu + want * 1000 <= 6000:
                 info = info.with_pod(pod(f"p{i}-{j}", str(want), prio, node_name=f"n{i}", started=j))
@@ -399,7 +399,7 @@ def test_preemption_properties(
     except FitError as exc:
         error = exc
     predicates = POLICY.predicates
-    result = preempt(preemptor, error, snap, predicates, (), random.Random(seed))
+    result = preempt(error, snap, predicates, (), random.Random(seed))
     states = [p.prefilter(preemptor, snap) for p in predicates]
     if not result.node_name:
         # No node would fit even without every lower-priority pod.

@@ -23,9 +23,7 @@ from kubesched.model.objects import node_from_dict, pod_from_dict
 from kubesched.model.table import LIMIT, NodeColumns, NodeUsage
 from kubesched.policy.compile import compile_policy, default_algorithm
 from kubesched.runtime.cache import SchedulerCache
-from kubesched_dev.fixtures import make_node, make_pod
-
-from .algofixtures import SEED_POLICY
+from kubesched_dev.fixtures import SEED_POLICY, make_node, make_pod
 
 ZONE = "topology.kubernetes.io/zone"
 ZONES = ("a", "b", "c")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, overload
 
@@ -24,7 +24,7 @@ from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
 from kubesched.model.table import NodeTable
 from kubesched.plugins.framework import SKIP, Predicate, Priority, Reject
-from kubesched.plugins.node_validity.filtering import ERR_REASON_INVALID_NODE
+from kubesched.plugins.node_validity import ValidNode
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -32,6 +32,7 @@ V = TypeVar("V")
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+_VALID_NODE = ValidNode()
 
 
 class FitError(Exception):
@@ -252,16 +253,11 @@ class Algorithm:
     def _reasons(self, pod: Pod, filters: Sequence[tuple[Predicate, Any]], node: NodeInfo) -> tuple[str, ...]:
         """Why `pod` does not fit `node`: the first failing filter's reasons, or every failing
         filter's with alwaysCheckAllPredicates; empty when it fits."""
-        if node.node.parse_error is not None:
-            # Its allocatable and taints are unknown: no other reason would mean anything.
-            return (ERR_REASON_INVALID_NODE,)
         reasons: list[str] = []
-        for predicate, state in filters:
-            found = predicate.filter(pod, state, node)
-            if found:
-                reasons.extend(found)
-                if not self.always_check_all_predicates:
-                    break
+        for _, found in node_failures(pod, filters, node):
+            reasons.extend(found)
+            if not self.always_check_all_predicates:
+                break
         return tuple(reasons)
 
     def _find_feasible_vectorised(
@@ -404,6 +400,28 @@ class LazyMapping(Mapping[K, V]):
 
     def __len__(self) -> int:
         return len(self._get())
+
+
+def node_failures(
+    pod: Pod, filters: Iterable[tuple[Predicate, Any]], node: NodeInfo
+) -> Iterator[tuple[Predicate, Sequence[str]]]:
+    """The filters `pod` fails on `node`, in evaluation order, each with its reasons: the caller
+    stops at the first or reads them all.
+
+    `filters` pairs each predicate with its prefilter state: SKIP passes every node, a Reject fails
+    every node with its reasons. ValidNode comes first, alone: an unparsable node's allocatable and
+    taints are unknown, so no other reason would mean anything.
+    """
+    invalid = _VALID_NODE.filter(pod, None, node)
+    if invalid:
+        yield _VALID_NODE, invalid
+        return
+    for predicate, state in filters:
+        if state is SKIP:
+            continue
+        reasons = state.reasons if isinstance(state, Reject) else predicate.filter(pod, state, node)
+        if reasons:
+            yield predicate, reasons
 
 
 def priority_scores(priority: Priority, pod: Pod, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> list[int]:

@@ -8,7 +8,8 @@ kube-scheduler 1.20's DefaultPreemption PostFilter plugin
    lower-priority pod on the pod's nominated node is still terminating (its last preemption is
    still under way).
 2. `nodesWherePreemptionMightHelp`: nodes whose failure reasons are UnschedulableAndUnresolvable
-   (node selector or affinity, taints, hostname, unschedulable node...) are left out.
+   (node selector or affinity, taints, hostname, unschedulable node...: what the predicates declare
+   in `unresolvable_reasons`) are left out.
 3. `dryRunPreemption` from a random offset, until enough candidates are found
    (`calculateNumCandidates`: 10 % of the nodes, at least 100), each with `selectVictimsOnNode`:
    remove every lower-priority pod; if the pod then fits, reprieve as many as possible, PDB
@@ -31,27 +32,17 @@ preemption could say, and the message stays 1.20's.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from kubesched.algorithm.extenders import ExtenderError, HTTPExtender, Victims, run_preemption
-from kubesched.algorithm.generic import ExtenderFailure, FitError
+from kubesched.algorithm.generic import ExtenderFailure, FitError, node_failures
 from kubesched.model.disruption import DisruptionBudget
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
+from kubesched.plugins import registry
 from kubesched.plugins.framework import SKIP, Predicate, Reject
-from kubesched.plugins.inter_pod_affinity import filtering as ipa
-from kubesched.plugins.node_affinity.filtering import ERR_REASON_NODE_AFFINITY
-from kubesched.plugins.node_conditions import filtering as node_conditions
-from kubesched.plugins.node_label import filtering as node_label
-from kubesched.plugins.node_name.filtering import ERR_REASON_HOSTNAME
-from kubesched.plugins.node_unschedulable import filtering as node_unschedulable
-from kubesched.plugins.node_validity.filtering import ERR_REASON_INVALID_NODE
-from kubesched.plugins.pod_topology_spread.filtering import ERR_REASON_NODE_LABEL_NOT_MATCH
-from kubesched.plugins.taint_toleration.filtering import ERR_REASON_NOT_MATCH_1_17
-from kubesched.plugins.volume_binding import filtering as volume_binding
-from kubesched.plugins.volume_zone.filtering import ERR_REASON_VOLUME_ZONE
 
 PREEMPT_NEVER = "Never"
 MIN_CANDIDATE_NODES_PERCENTAGE = 10  # DefaultPreemptionArgs defaults
@@ -62,39 +53,6 @@ MSG_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 ERR_REASON_NOT_HELPFUL = "Preemption is not helpful for scheduling"
 ERR_REASON_NO_VICTIMS = "No preemption victims found for incoming pod"
 MSG_NO_CANDIDATE = "no candidate node for preemption"
-
-# Reasons no eviction can resolve: 1.20's UnschedulableAndUnresolvable statuses, and for the
-# predicates 1.20 no longer has, 1.17's unresolvablePredicateFailureErrors.
-UNRESOLVABLE_REASONS = frozenset(
-    {
-        ERR_REASON_NODE_AFFINITY,
-        ERR_REASON_HOSTNAME,
-        ERR_REASON_NOT_MATCH_1_17,
-        ERR_REASON_INVALID_NODE,
-        ERR_REASON_NODE_LABEL_NOT_MATCH,
-        ERR_REASON_VOLUME_ZONE,
-        ipa.ERR_REASON_AFFINITY_RULES_NOT_MATCH,
-        node_label.ERR_REASON_PRESENCE_VIOLATED,
-        node_unschedulable.ERR_REASON_UNSCHEDULABLE,
-        node_conditions.ERR_REASON_NOT_READY,
-        node_conditions.ERR_REASON_NETWORK_UNAVAILABLE,
-        node_conditions.ERR_REASON_MEMORY_PRESSURE,
-        node_conditions.ERR_REASON_DISK_PRESSURE,
-        node_conditions.ERR_REASON_PID_PRESSURE,
-        volume_binding.ERR_REASON_BIND_CONFLICT,
-        volume_binding.ERR_REASON_NODE_CONFLICT,
-        volume_binding.ERR_REASON_NOT_ENOUGH_SPACE,
-        volume_binding.ERR_REASON_PV_NOT_EXIST,
-        volume_binding.ERR_REASON_UNBOUND_IMMEDIATE,
-    }
-)
-
-# 1.20's TaintToleration reason names the taint: "node(s) had taint {k: v}, that the pod didn't tolerate".
-_TAINT_REASON = ("node(s) had taint {", "}, that the pod didn't tolerate")
-
-# Predicates whose per-pod state counts the pods of other nodes: re-run per candidate node
-# (1.20 updates their state through PreFilterExtensions AddPod/RemovePod instead).
-_POD_DEPENDENT = frozenset({"MatchInterPodAffinity", "EvenPodsSpread", "CheckServiceAffinity"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,12 +108,11 @@ def attempt(
     (an extender failed, the pod is malformed, there are no nodes), else a PreemptionOutcome."""
     if isinstance(error, ExtenderFailure) or error.pod_error is not None or not snapshot.nodes:
         return error
-    found = preempt(error.pod, error, snapshot, predicates, budgets, rng, nominated_node, extenders)
+    found = preempt(error, snapshot, predicates, budgets, rng, nominated_node, extenders)
     return PreemptionOutcome(error, found)
 
 
 def preempt(
-    pod: Pod,
     error: FitError,
     snapshot: Snapshot,
     predicates: Sequence[Predicate],
@@ -164,11 +121,12 @@ def preempt(
     nominated_node: str = "",
     extenders: Sequence[HTTPExtender] = (),
 ) -> Preemption:
-    """DefaultPreemption.preempt: choose a node and the victims to evict there.
+    """DefaultPreemption.preempt: choose a node and the victims to evict there for `error.pod`.
 
     `nominated_node` is the node the pod was nominated to by an earlier preemption, if any;
     `extenders` may narrow the candidates (their preemptVerb).
     """
+    pod = error.pod
     if pod.preemption_policy == PREEMPT_NEVER:
         return Preemption(message=MSG_PREEMPT_NEVER)
     if nominated_node and _terminating_victims(pod, error, snapshot, nominated_node):
@@ -209,12 +167,8 @@ def preempt(
 
 
 def is_unresolvable(reasons: Iterable[str]) -> bool:
-    """A failure no eviction can fix (UnschedulableAndUnresolvable)."""
-    return any(
-        reason in UNRESOLVABLE_REASONS
-        or (reason.startswith(_TAINT_REASON[0]) and reason.endswith(_TAINT_REASON[1]))
-        for reason in reasons
-    )
+    """A failure no eviction can fix (UnschedulableAndUnresolvable), as the predicates declare it."""
+    return any(registry.is_unresolvable(reason) for reason in reasons)
 
 
 def nodes_where_preemption_might_help(
@@ -359,23 +313,19 @@ def pod_fits(
 ) -> list[str]:
     """PodPassesFiltersOnNode: why `pod` does not fit `node` (empty: it fits), given the per-pod
     states `_prefilter` computed on the full snapshot."""
-    if node.node.parse_error is not None:
-        return [ERR_REASON_INVALID_NODE]
     view: Snapshot | None = None
-    for predicate, state in zip(predicates, states, strict=True):
-        if state is SKIP:
-            continue
-        if predicate.name in _POD_DEPENDENT:
-            # Its state counted the pods `node` no longer (or again) holds: recount on this node.
-            view = view or _with_node(snapshot, node)
-            state = predicate.prefilter(pod, view)
-            if state is SKIP:
-                continue
-            if isinstance(state, Reject):
-                return list(state.reasons)
-        reasons = predicate.filter(pod, state, node)
-        if reasons:
-            return list(reasons)
+
+    def on_node() -> Iterator[tuple[Predicate, Any]]:
+        nonlocal view
+        for predicate, state in zip(predicates, states, strict=True):
+            if state is not SKIP and predicate.pod_dependent:
+                # Its state counted the pods `node` no longer (or again) holds: recount on this node.
+                view = view or _with_node(snapshot, node)
+                state = predicate.prefilter(pod, view)
+            yield predicate, state
+
+    for _, reasons in node_failures(pod, on_node(), node):
+        return list(reasons)
     return []
 
 

@@ -3,11 +3,15 @@
 A predicate answers per node with the reasons it does not fit (empty: it fits). A priority
 scores each feasible node 0..MAX_NODE_SCORE and may normalise the scores across nodes.
 Both may precompute per pod once (`prefilter` / `prescore`), so per-node work stays small.
+
+A predicate also declares its traits as class attributes (`unresolvable_reasons`, `pod_dependent`,
+`requeue_on`), which plugins/registry.py gathers for preemption and the scheduling queue; a
+priority has none, since it never rejects a pod.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Literal
 
@@ -47,12 +51,39 @@ class PluginSettings:
     default_pod_topology_spread: bool = True
     # Extended resources extenders manage with ignoredByScheduler: PodFitsResources skips them.
     ignored_resources: frozenset[str] = frozenset()
+    # $KUBE_MAX_PD_VOLS (getMaxVolLimitFromEnv), read where the policy is compiled: the in-tree
+    # volume limits use it instead of their defaults when positive; -1: not set.
+    max_pd_volumes: int = -1
 
 
 class Predicate:
-    """A filter. Subclasses set `name` (the legacy Policy name) and implement `filter`."""
+    """A filter. Subclasses set `name` (the legacy Policy name), implement `filter` and declare
+    their traits, which preemption and the scheduling queue read."""
 
     name: ClassVar[str]
+    # Its reasons no eviction can resolve: 1.20's UnschedulableAndUnresolvable statuses, and for
+    # the predicates 1.20 no longer has, 1.17's unresolvablePredicateFailureErrors.
+    unresolvable_reasons: ClassVar[frozenset[str]] = frozenset()
+    # Its per-pod state counts the pods of other nodes, so preemption re-runs `prefilter` for each
+    # candidate node (1.20 updates such state through PreFilterExtensions AddPod/RemovePod).
+    pod_dependent: ClassVar[bool] = False
+    # Kinds of cluster object whose add or update may make a pod it rejected schedulable.
+    requeue_on: ClassVar[frozenset[str]] = frozenset()
+
+    @classmethod
+    def is_unresolvable(cls, reason: str) -> bool:
+        """Whether `reason`, one of this predicate's, is beyond what any eviction could change."""
+        return reason in cls.unresolvable_reasons
+
+    @classmethod
+    def from_settings(cls, settings: PluginSettings) -> Predicate:
+        """The filter a policy entry without an argument enables."""
+        return cls()
+
+    @classmethod
+    def from_argument(cls, argument: Mapping[str, Any]) -> Predicate:
+        """The filter a policy entry's argument configures (argument-taking predicates only)."""
+        raise NotImplementedError
 
     def prefilter(self, pod: Pod, snapshot: Snapshot) -> Any:
         """Per-pod state handed to every `filter` call of this cycle, SKIP when every node passes,
@@ -94,6 +125,16 @@ class Priority:
     name: ClassVar[str]
     plugin: ClassVar[str] = ""
     weight_rule: ClassVar[WeightRule] = "single"
+
+    @classmethod
+    def from_settings(cls, settings: PluginSettings) -> Priority:
+        """The priority a policy entry without an argument configures."""
+        return cls()
+
+    @classmethod
+    def from_argument(cls, argument: Mapping[str, Any]) -> Priority:
+        """The priority a policy entry's argument configures (argument-taking priorities only)."""
+        raise NotImplementedError
 
     def merge(self, other: Priority) -> Priority:
         """The priority two entries with the same plugin make together."""

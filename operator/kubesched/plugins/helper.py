@@ -1,5 +1,6 @@
 """What several plugins share (kube-scheduler's plugins/helper): the Services and controllers that
-select a pod, and the selector spreading derives from them."""
+select a pod, and the selector spreading derives from them; score normalisation; the storage class
+of a claim or volume."""
 
 from __future__ import annotations
 
@@ -12,6 +13,17 @@ from kubesched.model.nodeinfo import ClusterObjects
 from kubesched.model.objects import Pod
 from kubesched.model.selectors import EVERYTHING, LabelSelector, Requirement, SelectorError
 from kubesched.model.table import IntArray
+
+BETA_STORAGE_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
+
+
+def storage_class_name(obj: Mapping[str, Any]) -> str:
+    """GetPersistentVolumeClaimClass / GetPersistentVolumeClass: a PVC's or PV's class, the beta
+    annotation first, then spec.storageClassName; "" for none."""
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    if BETA_STORAGE_CLASS_ANNOTATION in annotations:
+        return str(annotations[BETA_STORAGE_CLASS_ANNOTATION] or "")
+    return str((obj.get("spec") or {}).get("storageClassName") or "")
 
 
 def in_namespace(objects: Mapping[str, Mapping[str, Any]], namespace: str) -> Iterator[Mapping[str, Any]]:

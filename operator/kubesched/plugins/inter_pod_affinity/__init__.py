@@ -1,0 +1,29 @@
+"""InterPodAffinity (kube-scheduler 1.20 pkg/scheduler/framework/plugins/interpodaffinity/).
+
+Predicate MatchInterPodAffinity: required pod affinity and anti-affinity, the pod's and the
+existing pods'. Priority InterPodAffinityPriority: preferred terms both ways, and the existing
+pods' required affinity at hardPodAffinitySymmetricWeight.
+
+Reasons: ERR_REASON_AFFINITY_NOT_MATCH with one of ERR_REASON_AFFINITY_RULES_NOT_MATCH (no
+eviction helps), ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH, ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH.
+"""
+
+from __future__ import annotations
+
+from kubesched.plugins.inter_pod_affinity.filtering import (
+    ERR_REASON_AFFINITY_NOT_MATCH,
+    ERR_REASON_AFFINITY_RULES_NOT_MATCH,
+    ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH,
+    ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH,
+    MatchInterPodAffinity,
+)
+from kubesched.plugins.inter_pod_affinity.scoring import InterPodAffinityPriority
+
+__all__ = [
+    "ERR_REASON_AFFINITY_NOT_MATCH",
+    "ERR_REASON_AFFINITY_RULES_NOT_MATCH",
+    "ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH",
+    "ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH",
+    "InterPodAffinityPriority",
+    "MatchInterPodAffinity",
+]

@@ -113,6 +113,10 @@ def satisfies_existing_anti_affinity(state: InterPodAffinityState, labels: Mappi
 
 class MatchInterPodAffinity(Predicate):
     name = "MatchInterPodAffinity"
+    # 1.20 reports only a broken required affinity as unresolvable: evicting pods may lift
+    # anti-affinity, never create the pods an affinity term asks for.
+    unresolvable_reasons = frozenset({ERR_REASON_AFFINITY_RULES_NOT_MATCH})
+    pod_dependent = True
 
     def prefilter(self, pod: Pod, snapshot: Snapshot) -> Any:
         info = parse_pod_affinity(pod)

@@ -59,6 +59,7 @@ def node_affinity_state(pod: Pod) -> NodeAffinityState | None:
 
 class MatchNodeSelector(Predicate):
     name = "MatchNodeSelector"
+    unresolvable_reasons = frozenset({ERR_REASON_NODE_AFFINITY})
 
     def prefilter(self, pod: Pod, snapshot: Snapshot) -> Any:
         return node_affinity_state(pod) or SKIP

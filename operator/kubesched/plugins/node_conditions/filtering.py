@@ -17,10 +17,10 @@ from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
 from kubesched.model.quantity import QuantityError, parse_quantity
 from kubesched.plugins.framework import FITS, SKIP, Predicate
+from kubesched.plugins.node_unschedulable.filtering import ERR_REASON_UNSCHEDULABLE
 
 ERR_REASON_NOT_READY = "node(s) were not ready"
 ERR_REASON_NETWORK_UNAVAILABLE = "node(s) had unavailable network"
-ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
 ERR_REASON_MEMORY_PRESSURE = "node(s) had memory pressure"
 ERR_REASON_DISK_PRESSURE = "node(s) had disk pressure"
 ERR_REASON_PID_PRESSURE = "node(s) had pid pressure"
@@ -65,6 +65,9 @@ class CheckNodeCondition(Predicate):
     """
 
     name = "CheckNodeCondition"
+    unresolvable_reasons = frozenset(
+        {ERR_REASON_NOT_READY, ERR_REASON_NETWORK_UNAVAILABLE, ERR_REASON_UNSCHEDULABLE}
+    )
 
     def filter(self, pod: Pod, state: Any, node: NodeInfo) -> Sequence[str]:
         reasons = []
@@ -85,6 +88,7 @@ class CheckNodeMemoryPressure(Predicate):
     """Only BestEffort pods are kept off a node under memory pressure."""
 
     name = "CheckNodeMemoryPressure"
+    unresolvable_reasons = frozenset({ERR_REASON_MEMORY_PRESSURE})
 
     def prefilter(self, pod: Pod, snapshot: Snapshot) -> Any:
         return None if is_best_effort(pod) else SKIP
@@ -95,6 +99,7 @@ class CheckNodeMemoryPressure(Predicate):
 
 class CheckNodeDiskPressure(Predicate):
     name = "CheckNodeDiskPressure"
+    unresolvable_reasons = frozenset({ERR_REASON_DISK_PRESSURE})
 
     def filter(self, pod: Pod, state: Any, node: NodeInfo) -> Sequence[str]:
         return (ERR_REASON_DISK_PRESSURE,) if condition_status(node, "DiskPressure") == "True" else FITS
@@ -102,6 +107,7 @@ class CheckNodeDiskPressure(Predicate):
 
 class CheckNodePIDPressure(Predicate):
     name = "CheckNodePIDPressure"
+    unresolvable_reasons = frozenset({ERR_REASON_PID_PRESSURE})
 
     def filter(self, pod: Pod, state: Any, node: NodeInfo) -> Sequence[str]:
         return (ERR_REASON_PID_PRESSURE,) if condition_status(node, "PIDPressure") == "True" else FITS

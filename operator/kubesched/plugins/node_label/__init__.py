@@ -1,0 +1,21 @@
+"""NodeLabel (kube-scheduler 1.20 pkg/scheduler/framework/plugins/nodelabel/).
+
+Predicate CheckNodeLabelPresence (custom predicates with a `labelsPresence` argument): labels a node
+must have or lack. Priority NodeLabel (custom priorities with a `labelPreference` argument).
+
+Reason: ERR_REASON_PRESENCE_VIOLATED (no eviction helps).
+"""
+
+from __future__ import annotations
+
+from kubesched.plugins.node_label.filtering import (
+    ERR_REASON_PRESENCE_VIOLATED,
+    CheckNodeLabelPresence,
+)
+from kubesched.plugins.node_label.scoring import NodeLabelPriority
+
+__all__ = [
+    "ERR_REASON_PRESENCE_VIOLATED",
+    "CheckNodeLabelPresence",
+    "NodeLabelPriority",
+]

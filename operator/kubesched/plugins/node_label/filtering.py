@@ -8,7 +8,7 @@ present and absent labels of all of them; a label both required and forbidden is
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Self
 
 from kubesched.model.nodeinfo import NodeInfo
 from kubesched.model.objects import Pod
@@ -30,13 +30,24 @@ def check_no_conflict(present: Sequence[str], absent: Sequence[str]) -> None:
             )
 
 
-class CheckNodeLabelPresence(Predicate):
-    name = "CheckNodeLabelPresence"
+class LabelPresence:
+    """Labels a node should have (`present`) or lack (`absent`): what both halves of the NodeLabel
+    plugin are configured with."""
 
     def __init__(self, present: Sequence[str] = (), absent: Sequence[str] = ()) -> None:
         check_no_conflict(present, absent)
         self.present = tuple(present)
         self.absent = tuple(absent)
+
+    def joined(self, other: object) -> Self:
+        """The labels of both policy entries, as 1.20 configures one NodeLabel plugin for all."""
+        assert isinstance(other, type(self))
+        return type(self)(self.present + other.present, self.absent + other.absent)
+
+
+class CheckNodeLabelPresence(LabelPresence, Predicate):
+    name = "CheckNodeLabelPresence"
+    unresolvable_reasons = frozenset({ERR_REASON_PRESENCE_VIOLATED})
 
     @classmethod
     def from_argument(cls, argument: Mapping[str, Any]) -> CheckNodeLabelPresence:
@@ -48,8 +59,7 @@ class CheckNodeLabelPresence(Predicate):
         return cls(absent=labels)
 
     def merge(self, other: Predicate) -> Predicate:
-        assert isinstance(other, CheckNodeLabelPresence)
-        return CheckNodeLabelPresence(self.present + other.present, self.absent + other.absent)
+        return self.joined(other)
 
     def filter(self, pod: Pod, state: Any, node: NodeInfo) -> Sequence[str]:
         labels = node.node.labels

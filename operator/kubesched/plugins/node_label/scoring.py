@@ -8,25 +8,20 @@ weighs the common weight of the entries times their number (1.20 requires equal 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from kubesched.model.nodeinfo import NodeInfo
 from kubesched.model.objects import Pod
 from kubesched.plugins.arguments import check_fields, require_bool, require_str
 from kubesched.plugins.framework import MAX_NODE_SCORE, Priority
-from kubesched.plugins.node_label.filtering import check_no_conflict
+from kubesched.plugins.node_label.filtering import LabelPresence
 
 
-class NodeLabelPriority(Priority):
+class NodeLabelPriority(LabelPresence, Priority):
     name = "NodeLabel"
     plugin = "NodeLabel"
     weight_rule = "sum"
-
-    def __init__(self, present: Sequence[str] = (), absent: Sequence[str] = ()) -> None:
-        check_no_conflict(present, absent)
-        self.present = tuple(present)
-        self.absent = tuple(absent)
 
     @classmethod
     def from_argument(cls, argument: Mapping[str, Any]) -> NodeLabelPriority:
@@ -38,8 +33,7 @@ class NodeLabelPriority(Priority):
         return cls(absent=(label,))
 
     def merge(self, other: Priority) -> Priority:
-        assert isinstance(other, NodeLabelPriority)
-        return NodeLabelPriority(self.present + other.present, self.absent + other.absent)
+        return self.joined(other)
 
     def score(self, pod: Pod, state: Any, node: NodeInfo) -> int:
         labels = node.node.labels

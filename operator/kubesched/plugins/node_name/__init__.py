@@ -1,0 +1,18 @@
+"""NodeName (kube-scheduler 1.20 pkg/scheduler/framework/plugins/nodename/).
+
+Predicate HostName: a pod naming a node in spec.nodeName fits that node only.
+
+Reason: ERR_REASON_HOSTNAME (no eviction helps).
+"""
+
+from __future__ import annotations
+
+from kubesched.plugins.node_name.filtering import (
+    ERR_REASON_HOSTNAME,
+    HostName,
+)
+
+__all__ = [
+    "ERR_REASON_HOSTNAME",
+    "HostName",
+]

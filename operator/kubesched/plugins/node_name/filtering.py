@@ -17,6 +17,7 @@ ERR_REASON_HOSTNAME = "node(s) didn't match the requested hostname"
 
 class HostName(Predicate):
     name = "HostName"
+    unresolvable_reasons = frozenset({ERR_REASON_HOSTNAME})
 
     def prefilter(self, pod: Pod, snapshot: Snapshot) -> Any:
         return pod.node_name or SKIP

@@ -1,0 +1,11 @@
+"""NodePreferAvoidPods (kube-scheduler 1.20 pkg/scheduler/framework/plugins/nodepreferavoidpods/).
+
+Priority NodePreferAvoidPodsPriority: nodes whose preferAvoidPods annotation names the pod's
+controller score 0.
+"""
+
+from __future__ import annotations
+
+from kubesched.plugins.node_prefer_avoid_pods.scoring import NodePreferAvoidPodsPriority
+
+__all__ = ["NodePreferAvoidPodsPriority"]

@@ -1,0 +1,42 @@
+"""NodeResources* (kube-scheduler 1.20 pkg/scheduler/framework/plugins/noderesources/), one
+module per plugin as there.
+
+Predicate PodFitsResources (NodeResourcesFit, fit.py). Priorities LeastRequestedPriority
+(NodeResourcesLeastAllocated), MostRequestedPriority (NodeResourcesMostAllocated),
+BalancedResourceAllocation (NodeResourcesBalancedAllocation), RequestedToCapacityRatioPriority
+(custom priorities with a `requestedToCapacityRatioArguments` argument) and ResourceLimitsPriority
+(NodeResourceLimits, gone in 1.20).
+
+Reasons: ERR_REASON_TOO_MANY_PODS, ERR_REASON_CPU, ERR_REASON_MEMORY, ERR_REASON_EPHEMERAL_STORAGE,
+err_reason_insufficient(resource) for the others.
+"""
+
+from __future__ import annotations
+
+from kubesched.plugins.node_resources.balanced_allocation import BalancedResourceAllocation
+from kubesched.plugins.node_resources.fit import (
+    ERR_REASON_CPU,
+    ERR_REASON_EPHEMERAL_STORAGE,
+    ERR_REASON_MEMORY,
+    ERR_REASON_TOO_MANY_PODS,
+    PodFitsResources,
+    err_reason_insufficient,
+)
+from kubesched.plugins.node_resources.least_allocated import LeastRequestedPriority
+from kubesched.plugins.node_resources.most_allocated import MostRequestedPriority
+from kubesched.plugins.node_resources.requested_to_capacity_ratio import RequestedToCapacityRatioPriority
+from kubesched.plugins.node_resources.resource_limits import ResourceLimitsPriority
+
+__all__ = [
+    "ERR_REASON_CPU",
+    "ERR_REASON_EPHEMERAL_STORAGE",
+    "ERR_REASON_MEMORY",
+    "ERR_REASON_TOO_MANY_PODS",
+    "BalancedResourceAllocation",
+    "LeastRequestedPriority",
+    "MostRequestedPriority",
+    "PodFitsResources",
+    "RequestedToCapacityRatioPriority",
+    "ResourceLimitsPriority",
+    "err_reason_insufficient",
+]

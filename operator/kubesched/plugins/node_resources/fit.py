@@ -13,7 +13,7 @@ from typing import Any
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
 from kubesched.model.table import BoolArray, NodeTable, representable
-from kubesched.plugins.framework import FITS, Predicate
+from kubesched.plugins.framework import FITS, PluginSettings, Predicate
 
 ERR_REASON_TOO_MANY_PODS = "Too many pods"
 ERR_REASON_CPU = "Insufficient cpu"
@@ -40,6 +40,10 @@ class PodFitsResources(Predicate):
     ) -> None:
         self.ignored_resources = ignored_resources
         self.ignored_resource_groups = ignored_resource_groups
+
+    @classmethod
+    def from_settings(cls, settings: PluginSettings) -> PodFitsResources:
+        return cls(settings.ignored_resources)
 
     def prefilter(self, pod: Pod, snapshot: Snapshot) -> Any:
         # Scalars checked in a stable order (Go iterates a map), minus the ignored extended resources.

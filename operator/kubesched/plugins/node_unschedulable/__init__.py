@@ -1,0 +1,18 @@
+"""NodeUnschedulable (kube-scheduler 1.20 pkg/scheduler/framework/plugins/nodeunschedulable/).
+
+Predicate CheckNodeUnschedulable (mandatory): cordoned nodes, unless the pod tolerates it.
+
+Reason: ERR_REASON_UNSCHEDULABLE (no eviction helps).
+"""
+
+from __future__ import annotations
+
+from kubesched.plugins.node_unschedulable.filtering import (
+    ERR_REASON_UNSCHEDULABLE,
+    CheckNodeUnschedulable,
+)
+
+__all__ = [
+    "ERR_REASON_UNSCHEDULABLE",
+    "CheckNodeUnschedulable",
+]

@@ -18,6 +18,7 @@ UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule"
 
 class CheckNodeUnschedulable(Predicate):
     name = "CheckNodeUnschedulable"
+    unresolvable_reasons = frozenset({ERR_REASON_UNSCHEDULABLE})
 
     def prefilter(self, pod: Pod, snapshot: Snapshot) -> Any:
         if any(t.tolerates(UNSCHEDULABLE_TAINT) for t in pod.tolerations):

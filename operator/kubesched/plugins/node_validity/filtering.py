@@ -17,6 +17,7 @@ class ValidNode(Predicate):
     """Always runs first; the node's own `parse_error` says what exactly is wrong."""
 
     name = "ValidNode"
+    unresolvable_reasons = frozenset({ERR_REASON_INVALID_NODE})
 
     def filter(self, pod: Pod, state: Any, node: NodeInfo) -> Sequence[str]:
         return (ERR_REASON_INVALID_NODE,) if node.node.parse_error is not None else FITS

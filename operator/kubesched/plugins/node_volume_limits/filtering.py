@@ -17,16 +17,16 @@ A claim without a name makes every node fail with "PersistentVolumeClaim had no 
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import secrets
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from kubesched.model.nodeinfo import ClusterObjects, NodeInfo, Snapshot
 from kubesched.model.objects import Pod
-from kubesched.plugins.framework import FITS, SKIP, Predicate, Reject
+from kubesched.plugins.framework import FITS, SKIP, PluginSettings, Predicate, Reject
+from kubesched.plugins.helper import storage_class_name
 
 ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"
 ERR_REASON_CLAIM_WITHOUT_NAME = "PersistentVolumeClaim had no name"
@@ -42,7 +42,6 @@ DEFAULT_MAX_GCE_PD_VOLUMES = 16
 DEFAULT_MAX_AZURE_DISK_VOLUMES = 16
 DEFAULT_MAX_CINDER_VOLUMES = 256
 INSTANCE_TYPE_LABELS = ("beta.kubernetes.io/instance-type", "node.kubernetes.io/instance-type")
-_BETA_STORAGE_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
 
 # csi-translation-lib: provisioners of in-tree plugins that could migrate to CSI. With migration
 # off, CSI limits never count their volumes.
@@ -71,16 +70,6 @@ def node_volume_limits(node: NodeInfo) -> dict[str, int]:
     return {k: v for k, v in node.node.allocatable.scalar.items() if k.startswith(ATTACHABLE_VOLUMES_PREFIX)}
 
 
-def max_volumes_from_env() -> int:
-    """getMaxVolLimitFromEnv: a positive $KUBE_MAX_PD_VOLS, else -1."""
-    raw = os.environ.get(KUBE_MAX_PD_VOLS, "")
-    try:
-        value = int(raw)
-    except ValueError:
-        return -1
-    return value if value > 0 else -1
-
-
 def _claim(volume: Mapping[str, Any]) -> str | None:
     source = volume.get("persistentVolumeClaim") if isinstance(volume, Mapping) else None
     if not isinstance(source, Mapping):
@@ -88,12 +77,22 @@ def _claim(volume: Mapping[str, Any]) -> str | None:
     return str(source.get("claimName") or "")
 
 
-def _claim_class(pvc: Mapping[str, Any]) -> str:
-    """GetPersistentVolumeClaimClass: the beta annotation first, then spec.storageClassName."""
-    annotations = (pvc.get("metadata") or {}).get("annotations") or {}
-    if _BETA_STORAGE_CLASS_ANNOTATION in annotations:
-        return str(annotations[_BETA_STORAGE_CLASS_ANNOTATION] or "")
-    return str((pvc.get("spec") or {}).get("storageClassName") or "")
+def _pod_claims(
+    pod: Pod, objects: ClusterObjects
+) -> Iterator[tuple[str, Mapping[str, Any], Mapping[str, Any] | None]]:
+    """The pod's claims that exist: (name, PVC, its PV, None when unbound or missing).
+
+    An unknown claim is not counted: nothing says what kind of volume it is.
+    """
+    for volume in pod.volumes:
+        claim_name = _claim(volume)
+        if not claim_name:
+            continue
+        pvc = objects.persistent_volume_claims.get(f"{pod.namespace}/{claim_name}")
+        if pvc is None:
+            continue
+        pv_name = (pvc.get("spec") or {}).get("volumeName") or ""
+        yield claim_name, pvc, objects.persistent_volumes.get(pv_name) if pv_name else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +154,10 @@ class _VolumeCounter(Predicate):
         """The volumes of `pod` this limit counts: unique id -> limit key."""
         raise NotImplementedError
 
+    def placeholder(self, namespace: str, claim_name: str) -> str:
+        """The id of a claim whose volume is not known yet."""
+        return f"{self._prefix}-{namespace}/{claim_name}"
+
     def prefilter(self, pod: Pod, snapshot: Snapshot) -> Any:
         if not pod.volumes:
             return SKIP
@@ -175,10 +178,15 @@ class MaxInTreeVolumeCount(_VolumeCounter):
     """nonCSILimits for one in-tree kind."""
 
     kind: ClassVar[InTreeKind]
+    requeue_on = frozenset({"PersistentVolume", "PersistentVolumeClaim", "StorageClass"})
 
-    def __init__(self) -> None:
+    def __init__(self, max_pd_volumes: int = -1) -> None:
         super().__init__()
-        self.env_max = max_volumes_from_env()
+        self.env_max = max_pd_volumes
+
+    @classmethod
+    def from_settings(cls, settings: PluginSettings) -> Predicate:
+        return cls(settings.max_pd_volumes)
 
     def _matches_provisioner(self, pvc: Mapping[str, Any], objects: ClusterObjects) -> bool:
         """matchProvisioner: spec.storageClassName's class provisions this kind (no beta annotation)."""
@@ -192,24 +200,13 @@ class MaxInTreeVolumeCount(_VolumeCounter):
         kind = self.kind
         found: dict[str, str] = {}
         for volume in pod.volumes:
-            if not isinstance(volume, Mapping):
-                continue
-            source = volume.get(kind.source)
+            source = volume.get(kind.source) if isinstance(volume, Mapping) else None
             if isinstance(source, Mapping):
                 found[str(source.get(kind.id_field) or "")] = kind.limit_key
-                continue
-            claim_name = _claim(volume)
-            if not claim_name:
-                continue
-            pvc = objects.persistent_volume_claims.get(f"{pod.namespace}/{claim_name}")
-            if pvc is None:
-                continue  # an unknown claim is not counted: nothing says it is of this kind
-            placeholder = f"{self._prefix}-{pod.namespace}/{claim_name}"
-            pv_name = (pvc.get("spec") or {}).get("volumeName") or ""
-            pv = objects.persistent_volumes.get(pv_name) if pv_name else None
+        for claim_name, pvc, pv in _pod_claims(pod, objects):
             if pv is None:
                 if self._matches_provisioner(pvc, objects):
-                    found[placeholder] = kind.limit_key
+                    found[self.placeholder(pod.namespace, claim_name)] = kind.limit_key
                 continue
             pv_source = (pv.get("spec") or {}).get(kind.source)
             if isinstance(pv_source, Mapping):
@@ -251,37 +248,35 @@ class MaxCSIVolumeCount(_VolumeCounter):
     """CSILimits: volumes per CSI driver against the node's limits for that driver."""
 
     name = "MaxCSIVolumeCountPred"
+    requeue_on = frozenset({"PersistentVolume", "PersistentVolumeClaim", "StorageClass", "CSINode"})
 
     def _driver_and_handle(
-        self, namespace: str, claim_name: str, pvc: Mapping[str, Any], objects: ClusterObjects
+        self,
+        namespace: str,
+        claim_name: str,
+        pvc: Mapping[str, Any],
+        pv: Mapping[str, Any] | None,
+        objects: ClusterObjects,
     ) -> tuple[str, str]:
         """getCSIDriverInfo: the PV's CSI driver and handle, else the class's provisioner."""
-        pv_name = (pvc.get("spec") or {}).get("volumeName") or ""
-        pv = objects.persistent_volumes.get(pv_name) if pv_name else None
         if pv is not None:
             csi = (pv.get("spec") or {}).get("csi")
             if not isinstance(csi, Mapping):
                 return "", ""  # in-tree, and never migrated with 1.20's default gates
             return str(csi.get("driver") or ""), str(csi.get("volumeHandle") or "")
-        class_name = _claim_class(pvc)
+        class_name = storage_class_name(pvc)
         storage_class = objects.storage_classes.get(class_name) if class_name else None
         if storage_class is None:
             return "", ""
         provisioner = str(storage_class.get("provisioner") or "")
         if provisioner in MIGRATABLE_IN_TREE_PLUGINS:
             return "", ""
-        return provisioner, f"{self._prefix}-{namespace}/{claim_name}"
+        return provisioner, self.placeholder(namespace, claim_name)
 
     def volumes(self, pod: Pod, objects: ClusterObjects) -> dict[str, str]:
         found: dict[str, str] = {}
-        for volume in pod.volumes:
-            claim_name = _claim(volume)
-            if not claim_name:
-                continue
-            pvc = objects.persistent_volume_claims.get(f"{pod.namespace}/{claim_name}")
-            if pvc is None:
-                continue
-            driver, handle = self._driver_and_handle(pod.namespace, claim_name, pvc, objects)
+        for claim_name, pvc, pv in _pod_claims(pod, objects):
+            driver, handle = self._driver_and_handle(pod.namespace, claim_name, pvc, pv, objects)
             if driver and handle:
                 found[f"{driver}/{handle}"] = csi_attach_limit_key(driver)
         return found

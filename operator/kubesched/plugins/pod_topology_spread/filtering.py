@@ -155,6 +155,8 @@ def spread_counts(
 
 class EvenPodsSpread(Predicate):
     name = "EvenPodsSpread"
+    unresolvable_reasons = frozenset({ERR_REASON_NODE_LABEL_NOT_MATCH})
+    pod_dependent = True
 
     def prefilter(self, pod: Pod, snapshot: Snapshot) -> Any:
         if not pod.spec.get("topologySpreadConstraints"):

@@ -6,7 +6,7 @@ all, default constraints with the selector of its Services and controllers: none
 EvenPodsSpreadPriority alone; the system defaults (hostname, maxSkew 3; zone, maxSkew 5) once the
 policy names SelectorSpreadPriority. That last mapping is 1.20's with the DefaultPodTopologySpread
 feature gate on, its default: with the gate off (`PluginSettings.default_pod_topology_spread`),
-SelectorSpreadPriority is the older SelectorSpread plugin (selector_spread.py) instead.
+SelectorSpreadPriority is the older SelectorSpread plugin (plugins/selector_spread/) instead.
 
 Both names configure one plugin in 1.20, so a policy naming both gets one priority, weighted by the
 larger of the two weights.

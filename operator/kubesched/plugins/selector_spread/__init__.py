@@ -1,0 +1,11 @@
+"""SelectorSpread (kube-scheduler 1.20 pkg/scheduler/framework/plugins/selectorspread/).
+
+Priority SelectorSpreadPriority, alias ServiceSpreadingPriority, with the DefaultPodTopologySpread
+gate off: the pods of one Service or controller spread over nodes and zones.
+"""
+
+from __future__ import annotations
+
+from kubesched.plugins.selector_spread.scoring import SelectorSpreadPriority
+
+__all__ = ["SelectorSpreadPriority"]

@@ -7,7 +7,7 @@ score 0 here, as in 1.20.
 
 kube-scheduler 1.20 runs this plugin for the legacy names only with the DefaultPodTopologySpread
 feature gate off; by default (gate on) the names mean PodTopologySpread with system default
-constraints (priorities/pod_topology_spread.py). The policy compiler picks one or the other from
+constraints (plugins/pod_topology_spread/scoring.py). `from_settings` picks one or the other from
 the same gate (`PluginSettings.default_pod_topology_spread`).
 """
 
@@ -19,8 +19,9 @@ from typing import Any
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
 from kubesched.model.selectors import LabelSelector
-from kubesched.plugins.framework import MAX_NODE_SCORE, Priority
+from kubesched.plugins.framework import MAX_NODE_SCORE, PluginSettings, Priority
 from kubesched.plugins.helper import default_selector
+from kubesched.plugins.pod_topology_spread.scoring import PodTopologySpreadPriority
 
 ZONE_WEIGHTING = 2.0 / 3.0
 
@@ -39,6 +40,14 @@ def count_matching_pods(namespace: str, selector: LabelSelector, node: NodeInfo)
 class SelectorSpreadPriority(Priority):
     name = "SelectorSpreadPriority"
     plugin = "SelectorSpread"
+
+    @classmethod
+    def from_settings(cls, settings: PluginSettings) -> Priority:
+        """This plugin with the DefaultPodTopologySpread gate off; on, PodTopologySpread with the
+        system default constraints."""
+        if settings.default_pod_topology_spread:
+            return PodTopologySpreadPriority(system_defaults=True)
+        return cls()
 
     def prescore(self, pod: Pod, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> Any:
         if pod.spec.get("topologySpreadConstraints"):

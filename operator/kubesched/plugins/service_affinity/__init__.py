@@ -1,0 +1,22 @@
+"""ServiceAffinity (kube-scheduler 1.20 pkg/scheduler/framework/plugins/serviceaffinity/).
+
+Predicate CheckServiceAffinity (custom predicates with a `serviceAffinity` argument): a Service's
+pods on nodes that agree on some labels. Priority ServiceAntiAffinity, alias ServiceAffinity
+(custom priorities with a `serviceAntiAffinity` argument): a Service's pods spread over a label.
+
+Reason: ERR_REASON_SERVICE_AFFINITY.
+"""
+
+from __future__ import annotations
+
+from kubesched.plugins.service_affinity.filtering import (
+    ERR_REASON_SERVICE_AFFINITY,
+    CheckServiceAffinity,
+)
+from kubesched.plugins.service_affinity.scoring import ServiceAntiAffinityPriority
+
+__all__ = [
+    "ERR_REASON_SERVICE_AFFINITY",
+    "CheckServiceAffinity",
+    "ServiceAntiAffinityPriority",
+]

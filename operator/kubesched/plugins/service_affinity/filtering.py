@@ -33,6 +33,8 @@ def first_peer_node_labels(pod: Pod, snapshot: Snapshot) -> Mapping[str, str] | 
 
 class CheckServiceAffinity(Predicate):
     name = "CheckServiceAffinity"
+    pod_dependent = True
+    requeue_on = frozenset({"Service"})
 
     def __init__(self, labels: Sequence[str] = ()) -> None:
         self.labels = tuple(labels)

@@ -1,0 +1,27 @@
+"""TaintToleration (kube-scheduler 1.20 pkg/scheduler/framework/plugins/tainttoleration/).
+
+Predicate PodToleratesNodeTaints (mandatory): NoSchedule and NoExecute taints; and
+PodToleratesNodeNoExecuteTaints, NoExecute only, as 1.17 had it. Priority TaintTolerationPriority:
+fewer untolerated PreferNoSchedule taints is better.
+
+Reasons (no eviction helps): err_reason_untolerated(taint), naming the taint as 1.20 does;
+ERR_REASON_NOT_MATCH_1_17.
+"""
+
+from __future__ import annotations
+
+from kubesched.plugins.taint_toleration.filtering import (
+    ERR_REASON_NOT_MATCH_1_17,
+    PodToleratesNodeNoExecuteTaints,
+    PodToleratesNodeTaints,
+    err_reason_untolerated,
+)
+from kubesched.plugins.taint_toleration.scoring import TaintTolerationPriority
+
+__all__ = [
+    "ERR_REASON_NOT_MATCH_1_17",
+    "PodToleratesNodeNoExecuteTaints",
+    "PodToleratesNodeTaints",
+    "TaintTolerationPriority",
+    "err_reason_untolerated",
+]

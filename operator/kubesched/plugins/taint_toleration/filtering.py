@@ -21,13 +21,17 @@ from kubesched.plugins.framework import FITS, Predicate
 # ErrTaintsTolerationsNotMatch of 1.17 (pkg/scheduler/algorithm/predicates/error.go).
 ERR_REASON_NOT_MATCH_1_17 = "node(s) had taints that the pod didn't tolerate"
 
+# 1.20's reason for the first taint not tolerated: "node(s) had taint {k: v}, that the pod didn't tolerate".
+_UNTOLERATED_PREFIX = "node(s) had taint {"
+_UNTOLERATED_SUFFIX = "}, that the pod didn't tolerate"
+
 _FILTERED_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 _NO_EXECUTE = frozenset({"NoExecute"})
 
 
 def err_reason_untolerated(taint: Taint) -> str:
     """The reason names the first taint not tolerated, as 1.20 does."""
-    return f"node(s) had taint {{{taint.key}: {taint.value}}}, that the pod didn't tolerate"
+    return f"{_UNTOLERATED_PREFIX}{taint.key}: {taint.value}{_UNTOLERATED_SUFFIX}"
 
 
 def first_untolerated(pod: Pod, node: NodeInfo, effects: frozenset[str]) -> Taint | None:
@@ -58,6 +62,11 @@ def untolerated_nodes(pod: Pod, table: NodeTable, effects: frozenset[str]) -> Bo
 class PodToleratesNodeTaints(Predicate):
     name = "PodToleratesNodeTaints"
 
+    @classmethod
+    def is_unresolvable(cls, reason: str) -> bool:
+        """Every untolerated taint: evicting pods removes no taint."""
+        return reason.startswith(_UNTOLERATED_PREFIX) and reason.endswith(_UNTOLERATED_SUFFIX)
+
     def filter(self, pod: Pod, state: Any, node: NodeInfo) -> Sequence[str]:
         taint = first_untolerated(pod, node, _FILTERED_EFFECTS)
         return FITS if taint is None else (err_reason_untolerated(taint),)
@@ -68,6 +77,7 @@ class PodToleratesNodeTaints(Predicate):
 
 class PodToleratesNodeNoExecuteTaints(Predicate):
     name = "PodToleratesNodeNoExecuteTaints"
+    unresolvable_reasons = frozenset({ERR_REASON_NOT_MATCH_1_17})
 
     def filter(self, pod: Pod, state: Any, node: NodeInfo) -> Sequence[str]:
         taint = first_untolerated(pod, node, _NO_EXECUTE)

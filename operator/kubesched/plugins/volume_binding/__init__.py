@@ -1,0 +1,27 @@
+"""VolumeBinding (kube-scheduler 1.20 pkg/scheduler/framework/plugins/volumebinding/).
+
+Predicate CheckVolumeBinding: the pod's claims bound, bindable or provisionable on the node.
+
+Reasons (no eviction helps): ERR_REASON_BIND_CONFLICT, ERR_REASON_NODE_CONFLICT,
+ERR_REASON_NOT_ENOUGH_SPACE, ERR_REASON_PV_NOT_EXIST, ERR_REASON_UNBOUND_IMMEDIATE.
+"""
+
+from __future__ import annotations
+
+from kubesched.plugins.volume_binding.filtering import (
+    ERR_REASON_BIND_CONFLICT,
+    ERR_REASON_NODE_CONFLICT,
+    ERR_REASON_NOT_ENOUGH_SPACE,
+    ERR_REASON_PV_NOT_EXIST,
+    ERR_REASON_UNBOUND_IMMEDIATE,
+    CheckVolumeBinding,
+)
+
+__all__ = [
+    "ERR_REASON_BIND_CONFLICT",
+    "ERR_REASON_NODE_CONFLICT",
+    "ERR_REASON_NOT_ENOUGH_SPACE",
+    "ERR_REASON_PV_NOT_EXIST",
+    "ERR_REASON_UNBOUND_IMMEDIATE",
+    "CheckVolumeBinding",
+]

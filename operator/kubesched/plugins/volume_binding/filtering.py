@@ -7,9 +7,10 @@ each PV for one claim only) or a StorageClass able to provision there (a provisi
 allowedTopologies matching the node). An unbound claim of an Immediate class (or pre-bound to a
 PV but not bound yet) makes the pod unschedulable everywhere: the PV controller binds those.
 
-Scope: the decision. `choose_volumes` is the choice itself, shared with kubesched.kube.volumes,
-which assumes the chosen PVs for the rest of the batch and writes the bindings before the pod is
-bound (Reserve and PreBind). Storage capacity tracking
+Scope: the decision. `choose_volumes` is the choice itself, shared with
+kubesched.algorithm.volume_reserve, which assumes the chosen PVs for the rest of the batch
+(Reserve); kubesched.kube.volume_writer writes the bindings before the pod is bound (PreBind).
+Storage capacity tracking
 (CSIStorageCapacity, alpha and off in 1.20) and generic ephemeral volumes (alpha, off) are not
 modelled.
 """
@@ -26,6 +27,7 @@ from kubesched.model.objects import Pod
 from kubesched.model.quantity import QuantityError, parse_quantity
 from kubesched.model.selectors import LabelSelector, NodeSelector, Requirement, SelectorError
 from kubesched.plugins.framework import FITS, SKIP, Predicate, Reject
+from kubesched.plugins.helper import storage_class_name
 
 ERR_REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
 ERR_REASON_NODE_CONFLICT = "node(s) had volume node affinity conflict"
@@ -35,7 +37,6 @@ ERR_REASON_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims
 
 ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"
-BETA_STORAGE_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
 NOT_SUPPORTED_PROVISIONER = "kubernetes.io/no-provisioner"
 WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
 FILESYSTEM = "Filesystem"
@@ -47,22 +48,6 @@ def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return obj.get("spec") or {}
-
-
-def claim_class(pvc: Mapping[str, Any]) -> str:
-    """GetPersistentVolumeClaimClass."""
-    annotations = _meta(pvc).get("annotations") or {}
-    if BETA_STORAGE_CLASS_ANNOTATION in annotations:
-        return str(annotations[BETA_STORAGE_CLASS_ANNOTATION] or "")
-    return str(_spec(pvc).get("storageClassName") or "")
-
-
-def volume_class(pv: Mapping[str, Any]) -> str:
-    """GetPersistentVolumeClass."""
-    annotations = _meta(pv).get("annotations") or {}
-    if BETA_STORAGE_CLASS_ANNOTATION in annotations:
-        return str(annotations[BETA_STORAGE_CLASS_ANNOTATION] or "")
-    return str(_spec(pv).get("storageClassName") or "")
 
 
 def _storage(amounts: Any) -> Fraction:
@@ -154,7 +139,7 @@ class VolumeBindingState:
 
 def _candidates(pvc: Mapping[str, Any], objects: ClusterObjects) -> tuple[Candidate, ...]:
     """FindMatchingVolume's node-independent checks, in PV order."""
-    wanted_class = claim_class(pvc)
+    wanted_class = storage_class_name(pvc)
     requested = claim_request(pvc)
     spec = _spec(pvc)
     wanted_mode = spec.get("volumeMode") or FILESYSTEM
@@ -167,7 +152,7 @@ def _candidates(pvc: Mapping[str, Any], objects: ClusterObjects) -> tuple[Candid
     modes = set(spec.get("accessModes") or ())
     found = []
     for name, pv in objects.persistent_volumes.items():
-        if volume_class(pv) != wanted_class:
+        if storage_class_name(pv) != wanted_class:
             continue  # pvCache.ListPVs(storageClassName)
         pv_spec = _spec(pv)
         prebound = is_bound_to_claim(pv, pvc)
@@ -190,7 +175,7 @@ def _candidates(pvc: Mapping[str, Any], objects: ClusterObjects) -> tuple[Candid
 
 
 def _claim_to_bind(pvc: Mapping[str, Any], objects: ClusterObjects) -> ClaimToBind:
-    class_name = claim_class(pvc)
+    class_name = storage_class_name(pvc)
     storage_class = objects.storage_classes.get(class_name) if class_name else None
     error = None
     if not class_name:
@@ -227,7 +212,7 @@ def pod_volume_state(pod: Pod, objects: ClusterObjects) -> VolumeBindingState | 
         if pv_name and ANN_BIND_COMPLETED in (_meta(pvc).get("annotations") or {}):
             bound.append(objects.persistent_volumes.get(pv_name) or {})
             continue
-        class_name = claim_class(pvc)
+        class_name = storage_class_name(pvc)
         storage_class = objects.storage_classes.get(class_name) if class_name else None
         if storage_class is not None and not storage_class.get("volumeBindingMode"):
             return Reject((f'VolumeBindingMode not set for StorageClass "{class_name}"',))
@@ -258,6 +243,16 @@ def _provisionable(claims: Sequence[ClaimToBind], labels: Mapping[str, str]) -> 
 
 class CheckVolumeBinding(Predicate):
     name = "CheckVolumeBinding"
+    unresolvable_reasons = frozenset(
+        {
+            ERR_REASON_BIND_CONFLICT,
+            ERR_REASON_NODE_CONFLICT,
+            ERR_REASON_NOT_ENOUGH_SPACE,
+            ERR_REASON_PV_NOT_EXIST,
+            ERR_REASON_UNBOUND_IMMEDIATE,
+        }
+    )
+    requeue_on = frozenset({"PersistentVolume", "PersistentVolumeClaim", "StorageClass", "CSINode"})
 
     def prefilter(self, pod: Pod, snapshot: Snapshot) -> Any:
         if not pod.volumes:

@@ -15,6 +15,7 @@ from typing import Any
 from kubesched.model.nodeinfo import ClusterObjects, NodeInfo, Snapshot
 from kubesched.model.objects import Pod
 from kubesched.plugins.framework import FITS, SKIP, Predicate
+from kubesched.plugins.helper import storage_class_name
 
 ERR_REASON_VOLUME_ZONE = "node(s) had no available volume zone"
 
@@ -26,7 +27,6 @@ VOLUME_ZONE_LABELS = frozenset(
         "topology.kubernetes.io/region",
     }
 )
-_BETA_STORAGE_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
 _WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
 _MULTI_ZONE_DELIMITER = "__"
 
@@ -59,11 +59,7 @@ def _claim_zones(claim_name: str, namespace: str, objects: ClusterObjects) -> Cl
     spec = pvc.get("spec") or {}
     pv_name = spec.get("volumeName") or ""
     if not pv_name:
-        annotations = _meta(pvc).get("annotations") or {}
-        if _BETA_STORAGE_CLASS_ANNOTATION in annotations:
-            class_name = annotations[_BETA_STORAGE_CLASS_ANNOTATION] or ""
-        else:
-            class_name = spec.get("storageClassName") or ""
+        class_name = storage_class_name(pvc)
         if not class_name:
             return ClaimZones("PersistentVolumeClaim had no pv name and storageClass name")
         storage_class = objects.storage_classes.get(class_name)
@@ -103,6 +99,8 @@ def pod_claim_zones(pod: Pod, objects: ClusterObjects) -> tuple[ClaimZones, ...]
 
 class NoVolumeZoneConflict(Predicate):
     name = "NoVolumeZoneConflict"
+    unresolvable_reasons = frozenset({ERR_REASON_VOLUME_ZONE})
+    requeue_on = frozenset({"PersistentVolume", "PersistentVolumeClaim", "StorageClass"})
 
     def prefilter(self, pod: Pod, snapshot: Snapshot) -> Any:
         return pod_claim_zones(pod, snapshot.objects) or SKIP

@@ -1,8 +1,7 @@
-"""CheckNodeLabelPresence and NodeLabel (nodelabel/node_label.go), CheckServiceAffinity and
-ServiceAntiAffinity (serviceaffinity/service_affinity.go). Rows marked "1.20 table" are the Go
-tests' cases (TestNodeLabelFilter, TestNodeLabelScore, TestServiceAffinity,
-TestServiceAffinityScore) with their expected results; the Go tests' pods without a namespace
-live in "other" here, since the model gives every pod one."""
+"""CheckServiceAffinity and ServiceAntiAffinity (serviceaffinity/service_affinity.go). Rows marked
+"1.20 table" are the Go tests' cases (TestServiceAffinity, TestServiceAffinityScore) with their
+expected results; the Go tests' pods without a namespace live in "other" here, since the model
+gives every pod one."""
 
 from __future__ import annotations
 
@@ -12,79 +11,9 @@ import pytest
 
 from kubesched.model.nodeinfo import ClusterObjects, NodeInfo
 from kubesched.model.objects import Pod
-from kubesched.plugins.node_label.filtering import ERR_REASON_PRESENCE_VIOLATED, CheckNodeLabelPresence
-from kubesched.plugins.node_label.scoring import NodeLabelPriority
 from kubesched.plugins.service_affinity.filtering import ERR_REASON_SERVICE_AFFINITY, CheckServiceAffinity
 from kubesched.plugins.service_affinity.scoring import ServiceAntiAffinityPriority
-from kubesched.policy.compile import compile_policy
-
-from .algofixtures import make_node, make_pod, node_info, run_filter, run_priority, snapshot
-
-NODE_LABELS = {"foo": "any value", "bar": ""}
-
-
-@pytest.mark.parametrize(
-    ("present", "absent", "fits"),
-    [
-        pytest.param(["baz"], [], False, id="1.20 table: present label does not match"),
-        pytest.param([], ["baz"], True, id="1.20 table: absent label does not match"),
-        pytest.param(["foo", "baz"], [], False, id="1.20 table: one of two present labels matches"),
-        pytest.param([], ["foo", "baz"], False, id="1.20 table: one of two absent labels matches"),
-        pytest.param(["foo", "bar"], [], True, id="1.20 table: all present labels match"),
-        pytest.param([], ["foo", "bar"], False, id="1.20 table: all absent labels match"),
-        pytest.param(["foo"], ["bar"], False, id="1.20 table: both present and absent label matches"),
-        pytest.param(["foz"], ["baz"], False, id="1.20 table: neither present nor absent label matches"),
-        pytest.param(["foo"], ["baz"], True, id="1.20 table: present matches and absent doesn't match"),
-        pytest.param(["foz"], ["bar"], False, id="1.20 table: present doesn't match and absent matches"),
-    ],
-)
-def test_check_node_label_presence(present: list[str], absent: list[str], fits: bool) -> None:
-    info = node_info(make_node("n", labels=NODE_LABELS))
-    expected = () if fits else (ERR_REASON_PRESENCE_VIOLATED,)
-    assert run_filter(CheckNodeLabelPresence(present, absent), make_pod(), info) == expected
-
-
-@pytest.mark.parametrize(
-    ("present", "absent", "expected"),
-    [
-        pytest.param(["foo"], [], 100, id="1.20 table: one present label match"),
-        pytest.param(["somelabel"], [], 0, id="1.20 table: one present label mismatch"),
-        pytest.param(["foo", "bar"], [], 100, id="1.20 table: two present labels match"),
-        pytest.param(["somelabel1", "somelabel2"], [], 0, id="1.20 table: two present labels mismatch"),
-        pytest.param(["foo", "somelabel"], [], 50, id="1.20 table: two present labels only one matches"),
-        pytest.param([], ["foo"], 0, id="1.20 table: one absent label match"),
-        pytest.param([], ["somelabel"], 100, id="1.20 table: one absent label mismatch"),
-        pytest.param(["foo"], ["somelabel"], 100, id="1.20 table: one present match, one absent mismatch"),
-        pytest.param(["foo", "bar"], ["somelabel1", "somelabel2"], 100, id="four preferences all met"),
-        pytest.param(["foo", "x", "y"], [], 33, id="one of three: 100 / 3 truncated"),
-    ],
-)
-def test_node_label_priority(present: list[str], absent: list[str], expected: int) -> None:
-    info = node_info(make_node("n", labels=NODE_LABELS))
-    assert run_priority(NodeLabelPriority(present, absent), make_pod(), [info]) == [expected]
-
-
-def test_label_preferences_of_a_policy_make_one_priority_with_the_summed_weight() -> None:
-    """legacy_registry.go: n NodeLabel entries -> one plugin, weight n * w, score averaged."""
-    spec = {
-        "predicates": [],
-        "priorities": [
-            {"name": "ssd", "weight": 3, "argument": {"labelPreference": {"label": "ssd", "presence": True}}},
-            {
-                "name": "old",
-                "weight": 3,
-                "argument": {"labelPreference": {"label": "old", "presence": False}},
-            },
-        ],
-    }
-    algorithm = compile_policy(spec)
-    snap = snapshot(
-        make_node("ssd-new", labels={"ssd": "1"}),
-        make_node("ssd-old", labels={"ssd": "1", "old": "1"}),
-        make_node("hdd-old", labels={"old": "1"}),
-    )
-    assert algorithm.prioritize(make_pod(), snap, snap.nodes) == [600, 300, 0]
-
+from kubesched_dev.fixtures import model_node, model_pod, node_info, run_filter, run_priority, snapshot
 
 REGION_ZONE = {
     "machine1": {"region": "r1", "zone": "z11"},
@@ -104,7 +33,7 @@ def cluster(
     labels: dict[str, dict[str, str]], pods: list[tuple[str, Pod]], services: list[dict[str, Any]]
 ) -> tuple[list[NodeInfo], ClusterObjects]:
     infos = [
-        node_info(make_node(name, labels=node_labels), [p for on, p in pods if on == name])
+        node_info(model_node(name, labels=node_labels), [p for on, p in pods if on == name])
         for name, node_labels in labels.items()
     ]
     objects = ClusterObjects(
@@ -114,7 +43,7 @@ def cluster(
 
 
 def pod_in(namespace: str, labels: dict[str, str] | None = None, **spec: Any) -> Pod:
-    return make_pod("p", namespace, labels=labels, **spec)
+    return model_pod("p", namespace, labels=labels, **spec)
 
 
 @pytest.mark.parametrize(
@@ -252,7 +181,7 @@ RACKS = {
 
 
 def on(node: str, labels: dict[str, str] | None = None, namespace: str = "other") -> tuple[str, Pod]:
-    return node, make_pod("e", namespace, labels=labels)
+    return node, model_pod("e", namespace, labels=labels)
 
 
 @pytest.mark.parametrize(
@@ -346,5 +275,5 @@ def test_service_anti_affinity(
     snap = snapshot(*infos, objects=objects)
     # The Go case "in different namespaces" schedules its pod in "default", the others in "".
     namespace = services[0]["metadata"]["namespace"] if services else "other"
-    pod = make_pod("p", namespace, labels=L1)
+    pod = model_pod("p", namespace, labels=L1)
     assert run_priority(ServiceAntiAffinityPriority(labels), pod, infos, snap) == expected

@@ -1,4 +1,4 @@
-"""NoDiskConflict (volumerestrictions) and NoVolumeZoneConflict (volumezone)."""
+"""NoVolumeZoneConflict (volumezone/volume_zone.go)."""
 
 from __future__ import annotations
 
@@ -7,60 +7,8 @@ from typing import Any
 import pytest
 
 from kubesched.model.nodeinfo import ClusterObjects
-from kubesched.plugins.volume_restrictions.filtering import ERR_REASON_DISK_CONFLICT, NoDiskConflict
 from kubesched.plugins.volume_zone.filtering import ERR_REASON_VOLUME_ZONE, NoVolumeZoneConflict
-
-from .algofixtures import make_node, make_pod, node_info, run_filter, snapshot
-
-DISK = (ERR_REASON_DISK_CONFLICT,)
-
-
-def gce(pd: str, ro: bool = False) -> dict[str, Any]:
-    return {"name": "v", "gcePersistentDisk": {"pdName": pd, "readOnly": ro}}
-
-
-def ebs(volume_id: str, ro: bool = False) -> dict[str, Any]:
-    return {"name": "v", "awsElasticBlockStore": {"volumeID": volume_id, "readOnly": ro}}
-
-
-def iscsi(iqn: str, ro: bool = False) -> dict[str, Any]:
-    return {"name": "v", "iscsi": {"targetPortal": "1.2.3.4:3260", "iqn": iqn, "lun": 0, "readOnly": ro}}
-
-
-def rbd(monitors: list[str], image: str, pool: str | None = None, ro: bool = False) -> dict[str, Any]:
-    source: dict[str, Any] = {"monitors": monitors, "image": image, "readOnly": ro}
-    if pool is not None:
-        source["pool"] = pool
-    return {"name": "v", "rbd": source}
-
-
-@pytest.mark.parametrize(
-    ("name", "wanted", "existing", "expected"),
-    [
-        ("no volumes", [], [gce("a")], ()),
-        ("gce same disk", [gce("a")], [gce("a")], DISK),
-        ("gce other disk", [gce("a")], [gce("b")], ()),
-        ("gce both read-only", [gce("a", True)], [gce("a", True)], ()),
-        ("gce one read-only", [gce("a", True)], [gce("a")], DISK),
-        ("ebs same volume, even read-only", [ebs("vol-1", True)], [ebs("vol-1", True)], DISK),
-        ("ebs other volume", [ebs("vol-1")], [ebs("vol-2")], ()),
-        ("iscsi same iqn", [iscsi("iqn.a")], [iscsi("iqn.a")], DISK),
-        ("iscsi both read-only", [iscsi("iqn.a", True)], [iscsi("iqn.a", True)], ()),
-        ("rbd overlapping monitors", [rbd(["m1", "m2"], "img")], [rbd(["m2", "m3"], "img")], DISK),
-        ("rbd disjoint monitors", [rbd(["m1"], "img")], [rbd(["m2"], "img")], ()),
-        ("rbd other image", [rbd(["m1"], "img")], [rbd(["m1"], "other")], ()),
-        ("rbd pool defaults to rbd", [rbd(["m1"], "img")], [rbd(["m1"], "img", pool="rbd")], DISK),
-        ("rbd other pool", [rbd(["m1"], "img")], [rbd(["m1"], "img", pool="ssd")], ()),
-        ("rbd both read-only", [rbd(["m1"], "img", ro=True)], [rbd(["m1"], "img", ro=True)], ()),
-        ("different kinds never conflict", [gce("a")], [ebs("a")], ()),
-    ],
-)
-def test_disk_conflict(
-    name: str, wanted: list[dict[str, Any]], existing: list[dict[str, Any]], expected: tuple[str, ...]
-) -> None:
-    info = node_info(make_node("n"), [make_pod("other"), make_pod("existing", volumes=existing)])
-    assert run_filter(NoDiskConflict(), make_pod(volumes=wanted), info) == expected
-
+from kubesched_dev.fixtures import model_node, model_pod, node_info, run_filter, snapshot
 
 ZONE = "topology.kubernetes.io/zone"
 BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
@@ -161,6 +109,6 @@ def claim(name: str) -> dict[str, Any]:
 def test_volume_zone(
     name: str, claims: list[str], node_labels: dict[str, str], expected: tuple[str, ...]
 ) -> None:
-    pod = make_pod(volumes=[claim(c) for c in claims] + [{"name": "scratch", "emptyDir": {}}])
-    info = node_info(make_node("n", labels=node_labels))
+    pod = model_pod(volumes=[claim(c) for c in claims] + [{"name": "scratch", "emptyDir": {}}])
+    info = node_info(model_node("n", labels=node_labels))
     assert run_filter(NoVolumeZoneConflict(), pod, info, snapshot(info, objects=OBJECTS)) == expected

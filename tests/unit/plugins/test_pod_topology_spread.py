@@ -17,8 +17,7 @@ from kubesched.plugins.pod_topology_spread.filtering import (
     EvenPodsSpread,
 )
 from kubesched.plugins.pod_topology_spread.scoring import PodTopologySpreadPriority
-
-from .algofixtures import make_node, make_pod, node_info, run_filter, run_priority, snapshot
+from kubesched_dev.fixtures import model_node, model_pod, node_info, run_filter, run_priority, snapshot
 
 HOST = "kubernetes.io/hostname"
 FOO = {"matchExpressions": [{"key": "foo", "operator": "Exists"}]}
@@ -30,7 +29,7 @@ def spread(max_skew: int, key: str, when: str = "DoNotSchedule", selector: Any =
 
 
 def incoming(*constraints: dict[str, Any], labels: tuple[str, ...] = ("foo",), **spec: Any) -> Pod:
-    return make_pod(
+    return model_pod(
         "p", labels=dict.fromkeys(labels, ""), topologySpreadConstraints=list(constraints), **spec
     )
 
@@ -48,8 +47,8 @@ def cluster(
                 continue
             namespace = "ns1" if "ns1:" in keys else "default"
             plain = [k for k in keys if k not in ("!", "ns1:")]
-            placed.append(make_pod("e", namespace, labels=dict.fromkeys(plain, ""), deleting="!" in keys))
-        infos.append(node_info(make_node(name, labels=labels), placed))
+            placed.append(model_pod("e", namespace, labels=dict.fromkeys(plain, ""), deleting="!" in keys))
+        infos.append(node_info(model_node(name, labels=labels), placed))
     return snapshot(*infos, **kwargs)
 
 
@@ -286,13 +285,13 @@ def test_system_default_constraints_spread_a_services_pods() -> None:
     }
     infos = [
         node_info(
-            make_node(name, labels=labels),
-            [make_pod(f"w{i}", labels={"app": "web"}) for i in range(2 if name == "n1" else 0)],
+            model_node(name, labels=labels),
+            [model_pod(f"w{i}", labels={"app": "web"}) for i in range(2 if name == "n1" else 0)],
         )
         for name, labels in zoned.items()
     ]
     snap = snapshot(*infos, objects=objects)
-    pod = make_pod("web-new", labels={"app": "web"})
+    pod = model_pod("web-new", labels={"app": "web"})
     # hostname: n1 2 pods, weight log(3+2); zone a 2 pods, b 0, weight log(2+2); +2 and +4 for maxSkew-1.
     # raw: n1 = 2*1.609+2 + 2*1.386+4 = 11.99 -> 11; n2 = 2 + 6.77 = 8; n3 = 2 + 4 = 6
     # normalised: 100*(11+6-s)/11 -> n1 54, n2 81, n3 100
@@ -301,5 +300,6 @@ def test_system_default_constraints_spread_a_services_pods() -> None:
     assert run_priority(PodTopologySpreadPriority(), pod, infos, snap) == [100, 100, 100]
     # A pod nothing selects gets no default constraints either.
     assert (
-        run_priority(PodTopologySpreadPriority(system_defaults=True), make_pod("x"), infos, snap) == [100] * 3
+        run_priority(PodTopologySpreadPriority(system_defaults=True), model_pod("x"), infos, snap)
+        == [100] * 3
     )

@@ -20,8 +20,8 @@ from kubesched.plugins.node_volume_limits.filtering import (
     MaxGCEPDVolumeCount,
     csi_attach_limit_key,
 )
-
-from .algofixtures import make_node, make_pod, node_info, run_filter, snapshot
+from kubesched.policy.compile import compile_policy
+from kubesched_dev.fixtures import model_node, model_pod, node_info, run_filter, snapshot
 
 EXCEEDED = (ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED,)
 
@@ -87,7 +87,7 @@ OBJECTS = ClusterObjects(
 
 
 def pod_with(*volumes: dict[str, Any]) -> Pod:
-    return make_pod("p", volumes=list(volumes))
+    return model_pod("p", volumes=list(volumes))
 
 
 def verdict(predicate: Any, new: Pod, existing: list[Pod], node: Any) -> tuple[str, ...]:
@@ -95,8 +95,8 @@ def verdict(predicate: Any, new: Pod, existing: list[Pod], node: Any) -> tuple[s
     return run_filter(predicate, new, info, snapshot(info, objects=OBJECTS))
 
 
-EBS_LIMIT_4 = make_node("n", extra={"attachable-volumes-aws-ebs": "4"})
-EBS_LIMIT_2 = make_node("n", extra={"attachable-volumes-aws-ebs": "2"})
+EBS_LIMIT_4 = model_node("n", extra={"attachable-volumes-aws-ebs": "4"})
+EBS_LIMIT_2 = model_node("n", extra={"attachable-volumes-aws-ebs": "2"})
 
 
 @pytest.mark.parametrize(
@@ -112,7 +112,7 @@ EBS_LIMIT_2 = make_node("n", extra={"attachable-volumes-aws-ebs": "2"})
         pytest.param(
             pod_with(ebs("a"), ebs("d")),
             [pod_with(ebs("b"), ebs("c"))],
-            make_node("n", extra={"attachable-volumes-aws-ebs": "3"}),
+            model_node("n", extra={"attachable-volumes-aws-ebs": "3"}),
             EXCEEDED,
             id="doesn't fit when capacity < volumes",
         ),
@@ -221,31 +221,40 @@ def test_max_ebs_volume_count(new: Pod, existing: list[Pod], node: Any, expected
 
 
 def test_ebs_default_limits_depend_on_the_instance_type(monkeypatch: pytest.MonkeyPatch) -> None:
-    """getMaxEBSVolume: 39 by default, 25 on Nitro types (^[cmr]5.*|t3|z1d); $KUBE_MAX_PD_VOLS overrides."""
+    """getMaxEBSVolume: 39 by default, 25 on Nitro types (^[cmr]5.*|t3|z1d); $KUBE_MAX_PD_VOLS overrides
+    (read when the policy is compiled)."""
     existing = [pod_with(*[ebs(f"v{i}") for i in range(25)])]
-    nitro = make_node("n", labels={"node.kubernetes.io/instance-type": "m5.large"})
-    plain = make_node("n", labels={"node.kubernetes.io/instance-type": "m4.large"})
+    nitro = model_node("n", labels={"node.kubernetes.io/instance-type": "m5.large"})
+    plain = model_node("n", labels={"node.kubernetes.io/instance-type": "m4.large"})
     assert verdict(MaxEBSVolumeCount(), pod_with(ebs("new")), existing, nitro) == EXCEEDED
     assert verdict(MaxEBSVolumeCount(), pod_with(ebs("new")), existing, plain) == ()
     monkeypatch.setenv("KUBE_MAX_PD_VOLS", "10")
-    assert verdict(MaxEBSVolumeCount(), pod_with(ebs("new")), existing, plain) == EXCEEDED
+    assert verdict(_compiled_ebs(), pod_with(ebs("new")), existing, plain) == EXCEEDED
+    monkeypatch.setenv("KUBE_MAX_PD_VOLS", "not a number")
+    assert verdict(_compiled_ebs(), pod_with(ebs("new")), existing, plain) == ()
+
+
+def _compiled_ebs() -> MaxEBSVolumeCount:
+    policy = compile_policy({"predicates": [{"name": "MaxEBSVolumeCount"}]})
+    (found,) = [p for p in policy.predicates if isinstance(p, MaxEBSVolumeCount)]
+    return found
 
 
 def test_other_kinds_count_their_own_volumes_only() -> None:
     gce = {"name": "g", "gcePersistentDisk": {"pdName": "disk-1"}}
-    node = make_node("n", extra={"attachable-volumes-gce-pd": "1"})
+    node = model_node("n", extra={"attachable-volumes-gce-pd": "1"})
     assert verdict(MaxGCEPDVolumeCount(), pod_with(gce), [pod_with(ebs("b"))], node) == ()
     other = {"name": "h", "gcePersistentDisk": {"pdName": "disk-2"}}
     assert verdict(MaxGCEPDVolumeCount(), pod_with(gce), [pod_with(other)], node) == EXCEEDED
 
 
 def test_a_claim_without_a_name_fails_every_node() -> None:
-    state = MaxEBSVolumeCount().prefilter(pod_with(claim("")), snapshot(make_node("n"), objects=OBJECTS))
+    state = MaxEBSVolumeCount().prefilter(pod_with(claim("")), snapshot(model_node("n"), objects=OBJECTS))
     assert state == Reject((ERR_REASON_CLAIM_WITHOUT_NAME,))
-    assert MaxEBSVolumeCount().prefilter(pod_with(host_path("x")), snapshot(make_node("n"))) is SKIP
+    assert MaxEBSVolumeCount().prefilter(pod_with(host_path("x")), snapshot(model_node("n"))) is SKIP
 
 
-CSI_NODE = make_node("csi-node")
+CSI_NODE = model_node("csi-node")
 
 
 @pytest.mark.parametrize(
@@ -285,14 +294,14 @@ CSI_NODE = make_node("csi-node")
         pytest.param(
             pod_with(claim("csi-claim")),
             [pod_with(claim("csi-claim-2"))],
-            make_node("no-limits"),
+            model_node("no-limits"),
             (),
             id="a node without limits always fits",
         ),
         pytest.param(
             pod_with(claim("csi-claim")),
             [pod_with(claim("csi-claim-2"))],
-            make_node("n", extra={"attachable-volumes-csi-csi.example.com": "1"}),
+            model_node("n", extra={"attachable-volumes-csi-csi.example.com": "1"}),
             EXCEEDED,
             id="limits from the node's attachable-volumes-csi allocatable",
         ),

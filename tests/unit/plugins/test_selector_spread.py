@@ -9,8 +9,7 @@ import pytest
 
 from kubesched.model.nodeinfo import ClusterObjects
 from kubesched.plugins.selector_spread.scoring import SelectorSpreadPriority, default_selector
-
-from .algofixtures import make_node, make_pod, node_info, run_priority, snapshot
+from kubesched_dev.fixtures import model_node, model_pod, node_info, run_priority, snapshot
 
 LABELS1 = {"foo": "bar", "baz": "blah"}
 LABELS2 = {"bar": "foo", "baz": "blah"}
@@ -44,12 +43,12 @@ def spread(
     """Scores of the nodes in `placed` (node name -> kwargs of the pods running there)."""
     infos = [
         node_info(
-            make_node(name, labels={ZONE: zones[name]} if zones else {}),
-            [make_pod(f"{name}-{i}", **kw) for i, kw in enumerate(pods)],
+            model_node(name, labels={ZONE: zones[name]} if zones else {}),
+            [model_pod(f"{name}-{i}", **kw) for i, kw in enumerate(pods)],
         )
         for name, pods in placed.items()
     ]
-    pod = make_pod("new", namespace=namespace, labels=pod_labels, **pod_spec)
+    pod = model_pod("new", namespace=namespace, labels=pod_labels, **pod_spec)
     return run_priority(SelectorSpreadPriority(), pod, infos, snapshot(*infos, objects=objs))
 
 
@@ -236,15 +235,15 @@ def test_spread_over_zones(name: str, placed: dict[str, list[dict[str, Any]]], e
 def test_nodes_without_zone_only_use_the_node_score() -> None:
     # m1 has no zone: 100 * (2-1)/2 = 50. z-nodes blend: m2 has 2 of the 2 pods in zone a -> node 0, zone 0.
     infos = [
-        node_info(make_node("m1"), [make_pod("a", labels=LABELS1)]),
+        node_info(model_node("m1"), [model_pod("a", labels=LABELS1)]),
         node_info(
-            make_node("m2", labels={ZONE: "a"}),
-            [make_pod("b", labels=LABELS1), make_pod("c", labels=LABELS1)],
+            model_node("m2", labels={ZONE: "a"}),
+            [model_pod("b", labels=LABELS1), model_pod("c", labels=LABELS1)],
         ),
-        node_info(make_node("m3", labels={ZONE: "a"})),
-        node_info(make_node("m4", labels={ZONE: "b"})),
+        node_info(model_node("m3", labels={ZONE: "a"})),
+        node_info(model_node("m4", labels={ZONE: "b"})),
     ]
-    pod = make_pod("new", labels=LABELS1)
+    pod = model_pod("new", labels=LABELS1)
     snap = snapshot(*infos, objects=objects(services=[service(LABELS1)]))
     # m3: node 100, zone a has 2 of max 2 -> zone 0 -> 100/3 = 33; m4: node 100, zone 100 -> 100.
     assert run_priority(SelectorSpreadPriority(), pod, infos, snap) == [50, 0, 33, 100]
@@ -262,7 +261,7 @@ def test_pods_with_topology_spread_constraints_are_left_alone() -> None:
 
 
 def test_default_selector_merges_service_and_controller_selectors() -> None:
-    pod = make_pod("p", labels={"app": "web", "tier": "front", "track": "stable"})
+    pod = model_pod("p", labels={"app": "web", "tier": "front", "track": "stable"})
     objs = objects(
         services=[service({"app": "web"}), service({"tier": "back"})],
         replication_controllers=[owner({"tier": "front"})],
@@ -281,7 +280,7 @@ def test_default_selector_merges_service_and_controller_selectors() -> None:
 
 
 def test_zone_key_prefers_the_beta_labels_as_1_20_does() -> None:
-    both = make_node(
+    both = model_node(
         "n",
         labels={
             "topology.kubernetes.io/zone": "ga-zone",
@@ -290,4 +289,4 @@ def test_zone_key_prefers_the_beta_labels_as_1_20_does() -> None:
         },
     )
     assert both.zone_key == "ga-region:\x00:beta-zone"
-    assert make_node("m").zone_key == ""
+    assert model_node("m").zone_key == ""

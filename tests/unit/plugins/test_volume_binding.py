@@ -19,8 +19,7 @@ from kubesched.plugins.volume_binding.filtering import (
     ERR_REASON_UNBOUND_IMMEDIATE,
     CheckVolumeBinding,
 )
-
-from .algofixtures import make_node, make_pod, node_info, run_filter, snapshot
+from kubesched_dev.fixtures import model_node, model_pod, node_info, run_filter, snapshot
 
 ZONE = "topology.kubernetes.io/zone"
 
@@ -112,11 +111,11 @@ def objects(claims: list[dict[str, Any]], volumes: list[dict[str, Any]]) -> Clus
 
 
 def uses(*claims: str) -> Pod:
-    return make_pod("p", volumes=[{"name": c, "persistentVolumeClaim": {"claimName": c}} for c in claims])
+    return model_pod("p", volumes=[{"name": c, "persistentVolumeClaim": {"claimName": c}} for c in claims])
 
 
-NODE_A = make_node("node-a", labels={ZONE: "a"})
-NODE_B = make_node("node-b", labels={ZONE: "b"})
+NODE_A = model_node("node-a", labels={ZONE: "a"})
+NODE_B = model_node("node-b", labels={ZONE: "b"})
 
 
 def verdicts(pod: Pod, objs: ClusterObjects) -> list[tuple[str, ...]]:
@@ -235,4 +234,4 @@ def test_a_missing_claim_and_pods_without_claims() -> None:
     assert CheckVolumeBinding().prefilter(uses("nope"), snap) == Reject(
         ('persistentvolumeclaim "nope" not found',)
     )
-    assert CheckVolumeBinding().prefilter(make_pod(), snap) is SKIP
+    assert CheckVolumeBinding().prefilter(model_pod(), snap) is SKIP

@@ -20,8 +20,7 @@ from kubesched.plugins.inter_pod_affinity.filtering import (
     MatchInterPodAffinity,
 )
 from kubesched.plugins.inter_pod_affinity.scoring import InterPodAffinityPriority
-
-from .algofixtures import make_node, make_pod, node_info, run_filter, run_priority, snapshot
+from kubesched_dev.fixtures import model_node, model_pod, node_info, run_filter, run_priority, snapshot
 
 OK: tuple[str, ...] = ()
 AFFINITY = (ERR_REASON_AFFINITY_NOT_MATCH, ERR_REASON_AFFINITY_RULES_NOT_MATCH)
@@ -69,13 +68,13 @@ def pod(
     labels: dict[str, str] | None = None, aff: dict[str, Any] | None = None, namespace: str = "default"
 ) -> Pod:
     spec = {"affinity": aff} if aff else {}
-    return make_pod("p", namespace, labels=labels, **spec)
+    return model_pod("p", namespace, labels=labels, **spec)
 
 
 def cluster(nodes: dict[str, dict[str, str]], pods: list[tuple[str, Pod]]) -> Snapshot:
     return snapshot(
         *[
-            node_info(make_node(name, labels=labels), [p for on, p in pods if on == name])
+            node_info(model_node(name, labels=labels), [p for on, p in pods if on == name])
             for name, labels in nodes.items()
         ]
     )

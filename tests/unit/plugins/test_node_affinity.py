@@ -1,4 +1,6 @@
-"""MatchNodeSelector (nodeaffinity filter): nodeSelector AND required node affinity."""
+"""MatchNodeSelector (nodeaffinity filter): nodeSelector AND required node affinity; and
+NodeAffinityPriority (nodeaffinity/node_affinity.go). Rows marked "1.20 table" are cases of the
+1.20 Go tests with their expected scores."""
 
 from __future__ import annotations
 
@@ -7,8 +9,8 @@ from typing import Any
 import pytest
 
 from kubesched.plugins.node_affinity.filtering import ERR_REASON_NODE_AFFINITY, MatchNodeSelector
-
-from .algofixtures import make_node, make_pod, node_info, run_filter
+from kubesched.plugins.node_affinity.scoring import NodeAffinityPriority
+from kubesched_dev.fixtures import model_node, model_pod, node_info, run_filter, run_priority
 
 NO = (ERR_REASON_NODE_AFFINITY,)
 LABELS = {"zone": "a", "disk": "ssd", "cores": "16"}
@@ -118,5 +120,51 @@ def name_field(operator: str, *values: str) -> dict[str, Any]:
     ],
 )
 def test_match_node_selector(name: str, spec: dict[str, Any], expected: tuple[str, ...]) -> None:
-    info = node_info(make_node("node-1", labels=LABELS))
-    assert run_filter(MatchNodeSelector(), make_pod(**spec), info) == expected
+    info = node_info(model_node("node-1", labels=LABELS))
+    assert run_filter(MatchNodeSelector(), model_pod(**spec), info) == expected
+
+
+def preferred(weight: int, key: str, values: list[str]) -> dict[str, Any]:
+    return {
+        "weight": weight,
+        "preference": {"matchExpressions": [{"key": key, "operator": "In", "values": values}]},
+    }
+
+
+ALL_THREE = {
+    "weight": 5,
+    "preference": {
+        "matchExpressions": [
+            {"key": "foo", "operator": "In", "values": ["bar"]},
+            {"key": "key", "operator": "In", "values": ["value"]},
+            {"key": "az", "operator": "In", "values": ["az1"]},
+        ]
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("terms", "labels", "expected"),
+    [
+        pytest.param([], [{"foo": "bar"}, {"key": "value"}], [0, 0], id="1.20 table: no preferences"),
+        pytest.param(
+            [preferred(2, "foo", ["bar"])],
+            [{"foo": "bar"}, {"key": "value"}, {"az": "az1"}],
+            [100, 0, 0],
+            id="1.20 table: only one node matches",
+        ),
+        pytest.param(
+            [preferred(2, "foo", ["bar"]), preferred(4, "key", ["value"]), ALL_THREE],
+            [{"foo": "bar"}, {"foo": "bar", "key": "value", "az": "az1"}, {"key": "value"}],
+            [18, 100, 36],
+            id="1.20 table: all machines match the preferences but with different priorities",
+        ),
+        pytest.param(
+            [{**preferred(1, "foo", ["bar"]), "weight": 0}], [{"foo": "bar"}], [0], id="weight 0 ignored"
+        ),
+    ],
+)
+def test_node_affinity_priority(terms: list[Any], labels: list[dict[str, str]], expected: list[int]) -> None:
+    affinity = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": terms}}
+    infos = [node_info(model_node(f"n{i}", labels=node_labels)) for i, node_labels in enumerate(labels)]
+    assert run_priority(NodeAffinityPriority(), model_pod(affinity=affinity), infos) == expected

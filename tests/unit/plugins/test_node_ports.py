@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kubesched.plugins.node_ports.filtering import ERR_REASON_PORTS, PodFitsHostPorts
-
-from .algofixtures import make_node, make_pod, node_info, run_filter
+from kubesched_dev.fixtures import model_node, model_pod, node_info, run_filter
 
 CONFLICT = (ERR_REASON_PORTS,)
 
@@ -42,5 +41,5 @@ def port(host_port: int, ip: str = "", protocol: str = "") -> dict:
     ],
 )
 def test_ports(name: str, wanted: list[dict], used: list[dict], expected: tuple[str, ...]) -> None:
-    info = node_info(make_node("n"), [make_pod("existing", ports=used)])
-    assert run_filter(PodFitsHostPorts(), make_pod(ports=wanted), info) == expected
+    info = node_info(model_node("n"), [model_pod("existing", ports=used)])
+    assert run_filter(PodFitsHostPorts(), model_pod(ports=wanted), info) == expected
