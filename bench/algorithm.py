@@ -20,9 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from kubesched.algorithm.generic import Algorithm, FitError
+from kubesched.kube.extender_transport import HTTPTransport
 from kubesched.model.nodeinfo import ClusterObjects, NodeInfo, Snapshot
 from kubesched.model.objects import node_from_dict, pod_from_dict
-from kubesched.policy.compile import compile_policy, default_algorithm, load_policy_file
+from kubesched.policy.compile import compile_policy, default_algorithm
+from kubesched.policy.files import load_policy_file
 
 sys.path.insert(0, str(Path(__file__).parent))
 from kubebench.workload import make_nodes, make_pods, make_services
@@ -79,7 +81,7 @@ def main() -> None:
     algorithm = (
         default_algorithm()
         if str(args.policy) == "default"
-        else compile_policy(load_policy_file(args.policy))
+        else compile_policy(load_policy_file(args.policy), transport=HTTPTransport)
     )
     algorithm = replace(algorithm, percentage_of_nodes_to_score=args.percentage_of_nodes_to_score)
     figures: dict[str, Any] = {

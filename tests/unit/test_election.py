@@ -20,7 +20,6 @@ from kubesched.kube.election import (
     default_identity,
     default_namespace,
     format_micro_time,
-    parse_duration,
     parse_micro_time,
 )
 from kubesched.kube.events import Recorder
@@ -84,20 +83,6 @@ def test_invalid_lease_names_are_rejected() -> None:
     assert "--leader-elect-resource-namespace 'Kube_System'" in problems
     assert "--leader-elect-resource-name 'kube sched'" in problems
     assert "identity must not be empty" in problems
-
-
-@pytest.mark.parametrize(
-    ("text", "seconds"),
-    [("15s", 15.0), ("1m30s", 90.0), ("500ms", 0.5), ("2", 2.0), ("1.5s", 1.5), ("1h", 3600.0)],
-)
-def test_durations_read_as_kube_scheduler_flags(text: str, seconds: float) -> None:
-    assert parse_duration(text) == pytest.approx(seconds)
-
-
-@pytest.mark.parametrize("text", ["", "s", "15 s", "fifteen", "15x", "inf", "nan"])
-def test_nonsense_durations_are_refused(text: str) -> None:
-    with pytest.raises(ValueError):
-        parse_duration(text)
 
 
 def test_identity_is_the_pod_name_with_a_random_suffix() -> None:
@@ -314,7 +299,7 @@ class HangingBinder(Binder):
         super().__init__(None, TokenBucket(0, 1))  # type: ignore[arg-type]
         self.sent: list[tuple[str, str]] = []
 
-    async def bind(self, pod: Pod, node_name: str) -> BindResult:
+    async def bind(self, pod: Pod, node_name: str, *_: object, **__: object) -> BindResult:
         self.sent.append((pod.name, node_name))
         await asyncio.Event().wait()
         raise AssertionError("unreachable")

@@ -1,7 +1,7 @@
 """Extenders (core/extender.go, core/generic_scheduler.go findNodesThatPassExtenders and
-prioritizeNodes) against a real extender process (tests/extender_server.py): what the scheduler
-sends, how answers change the decision, and that a slow or failing extender costs at most its
-httpTimeout."""
+prioritizeNodes) against a real extender process (tests/extender_server.py), through the HTTP
+transport the scheduler injects: what the scheduler sends, how answers change the decision, and
+that a slow or failing extender costs at most its httpTimeout."""
 
 from __future__ import annotations
 
@@ -13,15 +13,17 @@ from typing import Any
 
 import pytest
 
+from kubesched.algorithm.extenders import NoTransportError
 from kubesched.algorithm.generic import Algorithm, ExtenderFailure, FitError
 from kubesched.algorithm.preemption import MSG_NO_CANDIDATE, Preemption, PreemptionOutcome, attempt
+from kubesched.kube.extender_transport import HTTPTransport
 from kubesched.model.objects import Pod
 from kubesched.policy.compile import compile_policy
+from kubesched_dev.fixtures import model_node, model_pod, node_info, snapshot
 
 from ..extender_server import ExtenderProcess
-from .algofixtures import make_node, make_pod, node_info, snapshot
 
-SNAP = snapshot(make_node("n1"), make_node("n2"), make_node("n3"))
+SNAP = snapshot(model_node("n1"), model_node("n2"), model_node("n3"))
 RNG = random.Random(0)
 
 
@@ -40,7 +42,8 @@ def start(tmp_path: Path) -> Iterator[Any]:
 
 
 def policy(*extenders: dict[str, Any], priorities: list[Any] | None = None) -> Algorithm:
-    return compile_policy({"predicates": [], "priorities": priorities or [], "extenders": list(extenders)})
+    spec = {"predicates": [], "priorities": priorities or [], "extenders": list(extenders)}
+    return compile_policy(spec, transport=HTTPTransport)
 
 
 def test_filter_and_prioritize_decide_among_the_feasible_nodes(start: Any) -> None:
@@ -50,7 +53,7 @@ def test_filter_and_prioritize_decide_among_the_feasible_nodes(start: Any) -> No
     algorithm = policy(
         {"urlPrefix": ext.url, "filterVerb": "filter", "prioritizeVerb": "prioritize", "weight": 2}
     )
-    result = algorithm.schedule(make_pod("web"), SNAP, RNG)
+    result = algorithm.schedule(model_pod("web"), SNAP, RNG)
     assert result.node_name == "n3"
     # Extender scores (0..10) times weight 2, scaled by MaxNodeScore / MaxExtenderPriority = 10.
     assert result.scores == {"n2": 20, "n3": 140}
@@ -71,7 +74,7 @@ def test_node_cache_capable_extenders_get_names_only(start: Any) -> None:
     ext = start({"filter": {"reject": {"n2": "busy"}}})
     algorithm = policy({"urlPrefix": ext.url, "filterVerb": "filter", "nodeCacheCapable": True})
     with pytest.raises(FitError) as caught:
-        algorithm.schedule(make_pod(), snapshot(make_node("n2")), RNG)
+        algorithm.schedule(model_pod(), snapshot(model_node("n2")), RNG)
     assert str(caught.value) == "0/1 nodes are available: 1 busy."
     (call,) = ext.requests()
     assert call["body"]["NodeNames"] == ["n2"] and call["body"]["Nodes"] is None
@@ -81,17 +84,17 @@ def test_a_failing_extender_that_is_not_ignorable_makes_the_pod_unschedulable(st
     ext = start({"filter": {"status": 500}})
     algorithm = policy({"urlPrefix": ext.url, "filterVerb": "filter"})
     with pytest.raises(ExtenderFailure) as caught:
-        algorithm.schedule(make_pod(), SNAP, RNG)
-    assert (
-        str(caught.value)
-        == f"extender {ext.url} failed: failed filter with extender at URL {ext.url}/filter, code 500"
+        algorithm.schedule(model_pod(), SNAP, RNG)
+    assert str(caught.value) == (
+        f"extender {ext.url}/filter: HTTP status 500 Internal Server Error (expected 200): "
+        '{"error": "configured failure"}'
     )
 
 
 def test_an_extender_error_answer_is_a_failure_too(start: Any) -> None:
     ext = start({"filter": {"error": "database down"}})
     with pytest.raises(ExtenderFailure, match="database down"):
-        policy({"urlPrefix": ext.url, "filterVerb": "filter"}).schedule(make_pod(), SNAP, RNG)
+        policy({"urlPrefix": ext.url, "filterVerb": "filter"}).schedule(model_pod(), SNAP, RNG)
 
 
 def test_a_slow_ignorable_extender_costs_at_most_its_timeout(start: Any) -> None:
@@ -100,7 +103,7 @@ def test_a_slow_ignorable_extender_costs_at_most_its_timeout(start: Any) -> None
         {"urlPrefix": slow.url, "filterVerb": "filter", "ignorable": True, "httpTimeout": "300ms"}
     )
     began = time.monotonic()
-    result = algorithm.schedule(make_pod(), SNAP, RNG)
+    result = algorithm.schedule(model_pod(), SNAP, RNG)
     assert time.monotonic() - began < 2.5  # well under the extender's 5 s
     assert result.node_name in ("n1", "n2", "n3")  # its verdict never arrived: it was skipped
 
@@ -109,8 +112,8 @@ def test_a_slow_extender_that_is_not_ignorable_fails_the_pod_after_its_timeout(s
     slow = start({"filter": {"delay": 5}})
     algorithm = policy({"urlPrefix": slow.url, "filterVerb": "filter", "httpTimeout": 300_000_000})
     began = time.monotonic()
-    with pytest.raises(ExtenderFailure, match=r"timed out after 0\.3s"):
-        algorithm.schedule(make_pod(), SNAP, RNG)
+    with pytest.raises(ExtenderFailure, match=rf"^extender {slow.url}/filter: no reply within 0\.3s$"):
+        algorithm.schedule(model_pod(), SNAP, RNG)
     assert time.monotonic() - began < 2.5
 
 
@@ -120,8 +123,8 @@ def test_prioritize_failures_are_ignored(start: Any) -> None:
         {"urlPrefix": ext.url, "prioritizeVerb": "prioritize", "weight": 5},
         priorities=[{"name": "LeastRequestedPriority", "weight": 1}],
     )
-    busy = snapshot(make_node("big", cpu="8"), make_node("small", cpu="1"))
-    assert algorithm.schedule(make_pod(cpu="500m"), busy, RNG).node_name == "big"
+    busy = snapshot(model_node("big", cpu="8"), model_node("small", cpu="1"))
+    assert algorithm.schedule(model_pod(cpu="500m"), busy, RNG).node_name == "big"
 
 
 def test_an_extender_only_sees_pods_with_its_managed_resources(start: Any) -> None:
@@ -129,19 +132,30 @@ def test_an_extender_only_sees_pods_with_its_managed_resources(start: Any) -> No
     algorithm = policy(
         {"urlPrefix": ext.url, "filterVerb": "filter", "managedResources": [{"name": "example.com/gpu"}]}
     )
-    assert algorithm.schedule(make_pod(), SNAP, RNG).node_name in ("n1", "n2", "n3")
+    assert algorithm.schedule(model_pod(), SNAP, RNG).node_name in ("n1", "n2", "n3")
     assert ext.requests() == []
-    gpu_pod: Pod = make_pod(extra={"example.com/gpu": "1"})
-    gpu_nodes = snapshot(make_node("g1", extra={"example.com/gpu": "2"}))
+    gpu_pod: Pod = model_pod(extra={"example.com/gpu": "1"})
+    gpu_nodes = snapshot(model_node("g1", extra={"example.com/gpu": "2"}))
     with pytest.raises(FitError):
         algorithm.schedule(gpu_pod, gpu_nodes, RNG)
     assert [r["verb"] for r in ext.requests()] == ["filter"]
 
 
+def test_a_policy_compiled_without_a_transport_cannot_call_its_extenders(start: Any) -> None:
+    """Validation alone (policy convert, pure tests) needs no transport; calling does, and its absence
+    is a wiring mistake, not an extender failure that `ignorable` would swallow."""
+    ext = start({"filter": {}})
+    entry = {"urlPrefix": ext.url, "filterVerb": "filter", "ignorable": True}
+    algorithm = compile_policy({"predicates": [], "priorities": [], "extenders": [entry]})
+    with pytest.raises(NoTransportError, match=f"extender {ext.url} cannot be called"):
+        algorithm.schedule(model_pod(), SNAP, RNG)
+    assert ext.requests() == []
+
+
 def test_bind_through_the_extender(start: Any) -> None:
     ext = start({"bind": {}})
     algorithm = policy({"urlPrefix": ext.url, "bindVerb": "bind"})
-    pod = make_pod("web")
+    pod = model_pod("web")
     binder = algorithm.binder_for(pod)
     assert binder is not None
     binder.bind(pod, "n2")
@@ -158,14 +172,15 @@ def test_bind_through_the_extender(start: Any) -> None:
 
 def crowded() -> tuple[Pod, Any]:
     """n1 holds one low-priority pod and n2 two: evicting on n1 costs least, without extenders."""
-    n1 = node_info(make_node("n1", cpu="2"), [make_pod("v1", cpu="2")])
-    n2 = node_info(make_node("n2", cpu="2"), [make_pod("v2a", cpu="1"), make_pod("v2b", cpu="1")])
-    return make_pod("urgent", cpu="2", priority=100), snapshot(n1, n2)
+    n1 = node_info(model_node("n1", cpu="2"), [model_pod("v1", cpu="2")])
+    n2 = node_info(model_node("n2", cpu="2"), [model_pod("v2a", cpu="1"), model_pod("v2b", cpu="1")])
+    return model_pod("urgent", cpu="2", priority=100), snapshot(n1, n2)
 
 
 def preempt_with(*extenders: dict[str, Any]) -> Preemption:
     algorithm = compile_policy(
-        {"predicates": [{"name": "PodFitsResources"}], "priorities": [], "extenders": list(extenders)}
+        {"predicates": [{"name": "PodFitsResources"}], "priorities": [], "extenders": list(extenders)},
+        transport=HTTPTransport,
     )
     pod, snap = crowded()
     with pytest.raises(FitError) as caught:
@@ -209,7 +224,8 @@ def test_a_node_cache_capable_extender_gets_uids_and_may_spare_victims(start: An
 def test_a_failing_preempt_call_stops_preemption_unless_the_extender_is_ignorable(start: Any) -> None:
     broken = start({"preempt": {"status": 500}})
     failed = preempt_with({"urlPrefix": broken.url, "preemptVerb": "preempt"})
-    assert failed.node_name == "" and broken.url in failed.message and "code 500" in failed.message
+    assert failed.node_name == ""
+    assert failed.message.startswith(f"extender {broken.url}/preempt: HTTP status 500")
     skipped = preempt_with({"urlPrefix": broken.url, "preemptVerb": "preempt", "ignorable": True})
     assert skipped.node_name == "n1"
 

@@ -8,14 +8,15 @@ from typing import Any
 
 import pytest
 
+from kubesched.kube.extender_transport import HTTPTransport
 from kubesched.plugins.inter_pod_affinity.scoring import InterPodAffinityPriority
 from kubesched.plugins.node_label.filtering import CheckNodeLabelPresence
 from kubesched.plugins.node_resources.fit import PodFitsResources
 from kubesched.plugins.pod_topology_spread.scoring import PodTopologySpreadPriority
 from kubesched.plugins.selector_spread.scoring import SelectorSpreadPriority
-from kubesched.policy.compile import PolicyError, compile_policy, default_algorithm, load_policy_file
-
-from .algofixtures import SEED_POLICY, make_pod
+from kubesched.policy.compile import PolicyError, compile_policy, default_algorithm, parse_policy_text
+from kubesched.policy.files import load_policy_file
+from kubesched_dev.fixtures import SEED_POLICY, model_pod
 
 
 def filter_names(spec: dict[str, Any]) -> list[str]:
@@ -530,6 +531,16 @@ def test_missing_file(tmp_path: Path) -> None:
         load_policy_file(tmp_path / "nope.json")
 
 
+def test_policy_text_is_read_without_a_file() -> None:
+    """The parse is pure; only load_policy_file touches the disk."""
+    assert parse_policy_text(json.dumps(SEED_POLICY), "seed.json") == SEED_POLICY
+    inline = parse_policy_text("kind: Policy\npredicates: []\n", "inline")
+    assert inline == {"kind": "Policy", "predicates": []}
+    with pytest.raises(PolicyError) as caught:
+        parse_policy_text("predicates: [\n", "inline")
+    assert caught.value.field == "inline" and "not valid YAML" in caught.value.message
+
+
 def test_custom_predicates_of_one_kind_make_one_filter_in_1_20_order() -> None:
     """ProcessPredicatePolicy + AppendPredicateConfigs (framework/plugins/legacy_registry.go): every
     labelsPresence entry feeds one NodeLabel filter, placed where CheckNodeLabelPresence runs."""
@@ -657,11 +668,24 @@ def test_extenders_are_parsed_ignorable_last_and_their_ignored_resources_reach_t
     assert algorithm.describe()["extenders"] == ["https://b:2", "http://a:1/x"]
     fit = algorithm.predicates[1]
     assert isinstance(fit, PodFitsResources) and fit.ignored_resources == frozenset({"example.com/gpu"})
-    gpu_pod = make_pod(extra={"example.com/gpu": "1"})
+    gpu_pod = model_pod(extra={"example.com/gpu": "1"})
     assert algorithm.binder_for(gpu_pod) is algorithm.extenders[0]
-    assert algorithm.binder_for(make_pod()) is None  # not interested: no managed resource
+    assert algorithm.binder_for(model_pod()) is None  # not interested: no managed resource
     string_timeout = compile_policy({"extenders": [{"urlPrefix": "http://x", "httpTimeout": "250ms"}]})
     assert string_timeout.extenders[0].config.http_timeout == 0.25
+
+
+def test_tls_material_is_loaded_by_the_transport(tmp_path: Path) -> None:
+    """Without a transport the entry is validated, not its files; the HTTP transport loads them
+    when the policy is compiled, before any call, and a file it cannot use is a policy error."""
+    tls = {"caFile": str(tmp_path / "ca")}
+    spec = {"extenders": [{"urlPrefix": "https://x:8443", "filterVerb": "filter", "tlsConfig": tls}]}
+    (extender,) = compile_policy(spec).extenders
+    assert extender.config.tls is not None and extender.config.tls.ca_file == str(tmp_path / "ca")
+    with pytest.raises(PolicyError) as caught:
+        compile_policy(spec, transport=HTTPTransport)
+    assert caught.value.field == "extenders"
+    assert caught.value.message.startswith("cannot set up TLS: ")
 
 
 @pytest.mark.parametrize(("nodes", "percentage", "expected"), [(50, 0, 50), (1000, 0, 420), (5000, 0, 500),

@@ -87,6 +87,15 @@ def test_no_validate_converts_what_the_operator_would_reject(tmp_path: Path) -> 
     assert yaml.safe_load(output)["spec"]["priorities"][0]["name"] == "ImageLocalityPriorityX"
 
 
+def test_validation_loads_the_extenders_tls_files_as_the_operator_would(tmp_path: Path) -> None:
+    source = tmp_path / "policy.json"
+    extender = {"urlPrefix": "https://x", "tlsConfig": {"caFile": str(tmp_path / "absent-ca.pem")}}
+    source.write_text(json.dumps({"kind": "Policy", "extenders": [extender]}))
+    code, output = convert(str(source))
+    assert code != 0 and "extenders: cannot set up TLS" in output
+    assert convert(str(source), "--no-validate")[0] == 0
+
+
 def test_missing_file_and_bad_name_are_usage_errors(tmp_path: Path) -> None:
     code, output = convert(str(tmp_path / "absent.json"))
     assert code == 2 and "does not exist" in output

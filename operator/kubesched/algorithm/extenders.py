@@ -12,54 +12,56 @@ binds the pods it is interested in instead of the API server's binding subresour
 full Pod objects, or only their UIDs when `nodeCacheCapable`) and answers with those it accepts,
 possibly with fewer victims; the best of those is chosen (1.20's ProcessPreemption).
 
-Calls are plain blocking HTTP made from the algorithm's executor thread (the event loop never
-waits on them), each bounded by the extender's `httpTimeout` (default 5 s) as a total deadline.
-A filter call that fails or times out is skipped when the extender is `ignorable`, and otherwise
-makes the pod unschedulable this cycle with a message naming the extender; a failing prioritize
-call is ignored, as in 1.20; a failing preempt call is skipped when the extender is ignorable,
-and otherwise stops that preemption. Ignorable extenders are called after the others.
+This module is pure: the configuration, the wire format (the bodies sent, the answers read) and
+what the answers do to the decision. The calls go through the `ExtenderTransport` that whoever
+compiles the policy injects (kube/extender_transport.py: blocking HTTP(S) from the algorithm's
+executor thread, each call bounded by the extender's `httpTimeout`, default 5 s, as a total
+deadline). A policy compiled without one is validated all the same, but its extenders cannot be
+called (NoTransportError).
 
-Differences from 1.20: `httpTimeout` also takes a duration string ("500ms", "2s", "1m") besides
+A call fails (ExtenderError) when the transport does (connection, TLS, HTTP status, a reply over
+MAX_REPLY_BYTES, no whole reply within httpTimeout) or when the reply is not JSON or not of its
+verb's shape; the message names the extender, the verb and what was wrong. A filter call that
+fails is skipped, with a warning, when the extender is `ignorable`, and otherwise makes the pod
+unschedulable this cycle with that message; a failing prioritize call is skipped, ignorable or
+not, as in 1.20; a failing preempt call is skipped when the extender is ignorable, and otherwise
+stops that preemption. Ignorable extenders are called after the others.
+
+Differences from 1.20: `httpTimeout` also takes a Go duration string ("500ms", "2s", "1m") besides
 Go's integer nanoseconds; the Pod and Node objects sent are rebuilt from kubesched's model
 (metadata with labels, annotations and owner references, the whole spec; for nodes also the whole
 status), not the informer's copies; the `NumPDBViolations` a preempt call answers is kept (1.20
-drops it to 0; later releases keep it).
+drops it to 0; later releases keep it). Replies are held to their Go types more strictly than Go's
+decoder does (see "replies" below), a reply is read up to MAX_REPLY_BYTES only, and a failed
+prioritize call is logged (1.20 drops it silently). A filter reply's reasons count only for the
+nodes it was asked about; `FailedAndUnresolvableNodes` (added in 1.21, whose preemption skips
+those nodes; 1.20 ignores the field) are failed nodes here, with their reasons, which preemption
+may still consider.
 """
 
 from __future__ import annotations
 
 import base64
-import http.client
 import json
-import os
-import queue
-import re
-import socket
-import ssl
-import tempfile
-import threading
-from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import structlog
 
+from kubesched.model.duration import parse_go_duration
 from kubesched.model.nodeinfo import NodeInfo
 from kubesched.model.objects import Node, Pod
 from kubesched.model.selectors import qualified_name_error
 from kubesched.plugins.arguments import ArgumentError, require_bool, require_int, require_object, require_str
+from kubesched.plugins.framework import MAX_NODE_SCORE
 
 log = structlog.get_logger(__name__)
 
 DEFAULT_TIMEOUT = 5.0
 MAX_EXTENDER_PRIORITY = 10
-MAX_NODE_SCORE = 100
-_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h))+$")
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
-_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 _FIELDS = (
     "urlPrefix",
@@ -80,6 +82,11 @@ _TLS_FIELDS = ("insecure", "serverName", "certFile", "keyFile", "caFile", "certD
 
 class ExtenderError(Exception):
     """A call to an extender failed: transport, HTTP status, undecodable or erroneous answer."""
+
+
+class NoTransportError(RuntimeError):
+    """An extender was called from a policy compiled without a transport: a wiring mistake, not the
+    extender's failure, so it is not an ExtenderError (which an ignorable extender would swallow)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,14 +148,19 @@ def _case_insensitive(raw: Mapping[str, Any], fields: Sequence[str], path: str) 
     return out
 
 
-def parse_duration(value: Any, field: str) -> float:
-    """Seconds from Go's integer nanoseconds or a Go duration string; 0 means the default."""
+def parse_http_timeout(value: Any, field: str) -> float:
+    """Seconds from Go's integer nanoseconds (the legacy Policy's time.Duration) or a Go duration
+    string; 0 means the default."""
+    wrong = f'must be a duration (integer nanoseconds or e.g. "5s"), got {value!r}'
     if isinstance(value, int) and not isinstance(value, bool):
         seconds = value / 1e9
-    elif isinstance(value, str) and _DURATION.match(value):
-        seconds = sum(float(n) * _UNIT_SECONDS[u] for n, u in _DURATION_PART.findall(value))
+    elif isinstance(value, str):
+        try:
+            seconds = parse_go_duration(value)
+        except ValueError:
+            raise ArgumentError(field, wrong) from None
     else:
-        raise ArgumentError(field, f'must be a duration (integer nanoseconds or e.g. "5s"), got {value!r}')
+        raise ArgumentError(field, wrong)
     if seconds < 0:
         raise ArgumentError(field, f"must not be negative, got {value!r}")
     return seconds or DEFAULT_TIMEOUT
@@ -252,7 +264,7 @@ def parse_extender(raw: Any) -> ExtenderConfig:
         weight=weight,
         enable_https=require_bool(fields.get("enableHTTPS", False), "enableHTTPS"),
         tls=_tls(fields.get("tlsConfig"), "tlsConfig"),
-        http_timeout=DEFAULT_TIMEOUT if timeout is None else parse_duration(timeout, "httpTimeout"),
+        http_timeout=DEFAULT_TIMEOUT if timeout is None else parse_http_timeout(timeout, "httpTimeout"),
         node_cache_capable=require_bool(fields.get("nodeCacheCapable", False), "nodeCacheCapable"),
         managed_resources=_managed_resources(fields.get("managedResources"), "managedResources"),
         ignorable=require_bool(fields.get("ignorable", False), "ignorable"),
@@ -304,87 +316,226 @@ def node_object(node: Node) -> dict[str, Any]:
     }
 
 
-def _field(body: Any, name: str) -> Any:
-    """Go's encoding/json matches field names case-insensitively; so do we."""
-    if not isinstance(body, Mapping):
-        return None
+# --------------------------------------------------------------------------------- replies
+# Each verb's reply is checked against its Go type (kube-scheduler/extender/v1) before it is used.
+# As with Go's encoding/json, field names match case-insensitively, a missing or null field is
+# the zero value, and a field of the wrong type fails the call; here the error names the field.
+# Stricter than Go: the reply itself must be an object (a list for prioritize), scores must lie
+# within 0..10, and what is quoted from the reply is cut short, since it ends up in events and logs.
+
+_MAX_SHOWN = 80  # characters of a wrong value shown in an error
+_MAX_QUOTED = 512  # characters of an extender's own words (its Error, a node's reason) kept
+
+
+def decode_reply(data: bytes) -> Any:
+    """The JSON value of a reply body; ExtenderError when it is empty or not JSON."""
+    if not data.strip():
+        raise ExtenderError("empty reply (expected JSON)")
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        raise ExtenderError(f"invalid JSON in reply: {exc}") from None
+
+
+def _shown(value: Any) -> str:
+    """A value from a reply, as JSON cut short, for an error message."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        text = type(value).__name__
+    return text if len(text) <= _MAX_SHOWN else f"{text[: _MAX_SHOWN - 3]}..."
+
+
+def _quoted(text: str) -> str:
+    """An extender's own words, cut short."""
+    return text if len(text) <= _MAX_QUOTED else f"{text[:_MAX_QUOTED]}... ({len(text)} characters)"
+
+
+def _subject(where: str) -> str:
+    """The reply, or one field of it (whose path holds names from the reply: cut short)."""
+    if not where:
+        return "reply"
+    if len(where) > 2 * _MAX_SHOWN:
+        where = f"{where[: 2 * _MAX_SHOWN - 3]}..."
+    return f'reply field "{where}"'
+
+
+def _wrong(where: str, expected: str, value: Any) -> ExtenderError:
+    return ExtenderError(f"{_subject(where)} must be {expected}, got {_shown(value)}")
+
+
+def _field(body: Mapping[str, Any], name: str) -> Any:
+    """Go's encoding/json matches field names exactly, else case-insensitively; None when absent."""
     if name in body:
         return body[name]
     lower = name.lower()
-    return next((v for k, v in body.items() if str(k).lower() == lower), None)
+    return next((v for k, v in body.items() if k.lower() == lower), None)
+
+
+def _object(value: Any, where: str, zero_if_null: bool = False) -> Mapping[str, Any]:
+    if value is None and zero_if_null:
+        return {}
+    if not isinstance(value, Mapping):
+        raise _wrong(where, "an object", value)
+    return value
+
+
+def _list(value: Any, where: str, of: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _wrong(where, f"a list of {of}", value)
+    return value
+
+
+def _string(value: Any, where: str) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise _wrong(where, "a string", value)
+    return value
+
+
+def _integer(value: Any, where: str, high: int | None = None) -> int:
+    if value is None:
+        return 0
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise _wrong(where, "an integer", value)
+    if value < 0 or (high is not None and value > high):
+        expected = f"between 0 and {high}" if high is not None else "at least 0"
+        raise ExtenderError(f"{_subject(where)} must be {expected}, got {_shown(value)}")
+    return value
+
+
+def _names(value: Any, where: str) -> list[str] | None:
+    """A []string that may be null (NodeNames): None when null or absent."""
+    if value is None:
+        return None
+    names = _list(value, where, "strings")
+    for i, name in enumerate(names):
+        if not isinstance(name, str):
+            raise _wrong(f"{where}[{i}]", "a string", name)
+    return names
+
+
+def _reasons(value: Any, where: str) -> dict[str, str]:
+    """A FailedNodesMap: node name -> reason."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise _wrong(where, "an object of node name to reason", value)
+    reasons = {}
+    for name, reason in value.items():
+        if not isinstance(reason, str):
+            raise _wrong(f"{where}.{name}", "a string", reason)
+        reasons[name] = _quoted(reason)
+    return reasons
+
+
+@dataclass(frozen=True, slots=True)
+class FilterReply:
+    """A filter verb's reply (extenderv1.ExtenderFilterResult), checked."""
+
+    nodes: list[str] | None  # the names of Nodes.items; None: no Nodes
+    node_names: list[str] | None  # NodeNames; None: null or absent
+    failed: dict[str, str]
+    failed_unresolvable: dict[str, str]
+    error: str
+
+
+def read_filter_reply(reply: Any) -> FilterReply:
+    """Check a decoded filter reply; ExtenderError names the first field of the wrong type."""
+    body = _object(reply, "")
+    nodes: list[str] | None = None
+    node_list = _field(body, "Nodes")
+    if node_list is not None:
+        items = _list(_field(_object(node_list, "Nodes"), "items"), "Nodes.items", "Node objects")
+        nodes = []
+        for i, item in enumerate(items):
+            where = f"Nodes.items[{i}].metadata"
+            meta = _object(_field(_object(item, f"Nodes.items[{i}]"), "metadata"), where, zero_if_null=True)
+            nodes.append(_string(_field(meta, "name"), f"{where}.name"))
+    return FilterReply(
+        nodes,
+        _names(_field(body, "NodeNames"), "NodeNames"),
+        _reasons(_field(body, "FailedNodes"), "FailedNodes"),
+        _reasons(_field(body, "FailedAndUnresolvableNodes"), "FailedAndUnresolvableNodes"),
+        _string(_field(body, "Error"), "Error"),
+    )
+
+
+def read_prioritize_reply(reply: Any) -> list[tuple[str, int]]:
+    """Check a decoded prioritize reply (extenderv1.HostPriorityList): (host, score 0..10) pairs."""
+    if not isinstance(reply, list):
+        raise _wrong("", "a list of HostPriority objects", reply)
+    scores = []
+    for i, entry in enumerate(reply):
+        entry = _object(entry, f"[{i}]")
+        host = _string(_field(entry, "Host"), f"[{i}].Host")
+        scores.append((host, _integer(_field(entry, "Score"), f"[{i}].Score", MAX_EXTENDER_PRIORITY)))
+    return scores
+
+
+def read_preempt_reply(reply: Any) -> dict[str, tuple[list[str], int]]:
+    """Check a decoded preempt reply (extenderv1.ExtenderPreemptionResult): node -> (the victims'
+    UIDs, NumPDBViolations)."""
+    meta = _field(_object(reply, ""), "NodeNameToMetaVictims")
+    accepted = _object(meta, "NodeNameToMetaVictims", zero_if_null=True)
+    found = {}
+    for name, victims in accepted.items():
+        where = f"NodeNameToMetaVictims.{name}"
+        victims = _object(victims, where)  # Go's nil *MetaVictims would not survive either
+        uids = [
+            _string(_field(_object(pod, f"{where}.Pods[{i}]"), "UID"), f"{where}.Pods[{i}].UID")
+            for i, pod in enumerate(_list(_field(victims, "Pods"), f"{where}.Pods", "MetaPod objects"))
+        ]
+        found[name] = (uids, _integer(_field(victims, "NumPDBViolations"), f"{where}.NumPDBViolations"))
+    return found
+
+
+def read_bind_reply(reply: Any) -> str:
+    """Check a decoded bind reply (extenderv1.ExtenderBindingResult): its Error, "" when none."""
+    return _string(_field(_object(reply, ""), "Error"), "Error")
 
 
 # ------------------------------------------------------------------------------- transport
 
-
-class _HTTPSConnection(http.client.HTTPSConnection):
-    """An HTTPS connection that can verify (and send SNI for) a name other than the URL's host."""
-
-    def __init__(
-        self, host: str, port: int | None, timeout: float, context: ssl.SSLContext, server_name: str
-    ):
-        super().__init__(host, port, timeout=timeout, context=context)
-        self._context = context
-        self._server_name = server_name or host
-
-    def connect(self) -> None:
-        sock = socket.create_connection((self.host, self.port), self.timeout)
-        self.sock = self._context.wrap_socket(sock, server_hostname=self._server_name)
+# What a transport reads of one reply at most: a longer one fails the call unread.
+MAX_REPLY_BYTES = 10 * 1024 * 1024
 
 
-def _ssl_context(config: ExtenderConfig) -> ssl.SSLContext:
-    """makeTransport: HTTPS without a CA (or with `insecure`) does not verify the server."""
-    tls = config.tls or TLSConfig()
-    context = ssl.create_default_context()
-    has_ca = bool(tls.ca_file or tls.ca_data)
-    if tls.insecure or (config.enable_https and not has_ca):
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    if tls.ca_file:
-        context.load_verify_locations(cafile=tls.ca_file)
-    if tls.ca_data:
-        context.load_verify_locations(cadata=tls.ca_data.decode())
-    if tls.cert_file or tls.cert_data:
-        with tempfile.TemporaryDirectory() as tmp:
-            cert, key = tls.cert_file, tls.key_file
-            if tls.cert_data:
-                cert = os.path.join(tmp, "cert.pem")
-                with open(cert, "wb") as f:
-                    f.write(tls.cert_data)
-            if tls.key_data:
-                key = os.path.join(tmp, "key.pem")
-                with open(key, "wb") as f:
-                    f.write(tls.key_data)
-            context.load_cert_chain(cert, key or None)
-    return context
+class ExtenderTransport(Protocol):
+    """How the calls reach one extender (kube/extender_transport.py's HTTPTransport over HTTP)."""
+
+    def post(self, verb: str, body: bytes) -> bytes:
+        """The reply body to the JSON `body` POSTed to `verb`: the whole exchange within the
+        extender's httpTimeout, at most MAX_REPLY_BYTES read; raises ExtenderError saying what
+        went wrong (connection, TLS, HTTP status, size, deadline) without naming the extender."""
+        ...
+
+    def close(self) -> None:
+        """Release what the transport holds (idle connections)."""
+        ...
 
 
-_WORKERS: ThreadPoolExecutor | None = None
-_WORKERS_LOCK = threading.Lock()
+# The transport of one configured extender; may raise ValueError or OSError naming what in the
+# configuration cannot be used (TLS material, say), which compiling reports as a policy error.
+TransportFactory = Callable[[ExtenderConfig], ExtenderTransport]
 
 
-def _workers() -> ThreadPoolExecutor:
-    """The threads that make the HTTP calls, shared by every extender of every policy (a policy
-    reload must not leave threads behind); a call that hangs holds one for at most its timeout."""
-    global _WORKERS
-    with _WORKERS_LOCK:
-        if _WORKERS is None:
-            _WORKERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="extender")
-        return _WORKERS
+# ------------------------------------------------------------------------------------- extenders
 
 
 class HTTPExtender:
-    """One configured extender: its verbs, and a small pool of keep-alive connections."""
+    """One configured extender (core/extender.go's HTTPExtender): its verbs, spoken through its
+    transport (None when the policy was compiled to be validated only).
 
-    def __init__(self, config: ExtenderConfig) -> None:
+    Every ExtenderError a verb raises names the extender and the verb, then what went wrong:
+    `extender http://host:port/prefix/filter: invalid JSON in reply: ...`."""
+
+    def __init__(self, config: ExtenderConfig, transport: ExtenderTransport | None = None) -> None:
         self.config = config
-        parts = urlsplit(config.url_prefix)
-        self._https = parts.scheme == "https"
-        self._host = parts.hostname or ""
-        self._port = parts.port
-        self._path = parts.path.rstrip("/")
-        self._context = _ssl_context(config) if self._https else None
-        self._idle: queue.SimpleQueue[http.client.HTTPConnection] = queue.SimpleQueue()
+        self._transport = transport
         self._managed = frozenset(name for name, _ in config.managed_resources)
 
     @property
@@ -398,6 +549,10 @@ class HTTPExtender:
     @property
     def is_binder(self) -> bool:
         return bool(self.config.bind_verb)
+
+    def url(self, verb: str) -> str:
+        """Where `verb` is POSTed."""
+        return f"{self.config.url_prefix.rstrip('/')}/{verb}"
 
     def is_interested(self, pod: Pod) -> bool:
         """IsInterested: no managed resources, or the pod requests or limits one of them."""
@@ -420,49 +575,43 @@ class HTTPExtender:
 
     def filter(self, pod: Pod, nodes: Sequence[NodeInfo]) -> tuple[list[NodeInfo], dict[str, str]]:
         """The nodes that still fit and the extender's reason for each one that failed."""
-        if not self.config.filter_verb:
+        verb = self.config.filter_verb
+        if not verb:
             return list(nodes), {}
-        result = self._send(self.config.filter_verb, self._args(pod, nodes))
-        error = _field(result, "Error")
-        if error:
-            raise ExtenderError(str(error))
-        by_name = {n.name: n for n in nodes}
-        names: list[str] | None = None
-        node_names = _field(result, "NodeNames")
-        node_list = _field(result, "Nodes")
-        if self.config.node_cache_capable and node_names is not None:
-            names = [str(n) for n in node_names]
-        elif node_list is not None:
-            names = [
-                str((_field(item, "metadata") or {}).get("name") or "")
-                for item in _field(node_list, "items") or ()
-            ]
-        fitting = []
-        for name in names or ():
-            if name not in by_name:
-                raise ExtenderError(
-                    f"extender {self.name!r} claims a filtered node {name!r} "
-                    "which is not found in the input node list"
-                )
-            fitting.append(by_name[name])
-        failed = _field(result, "FailedNodes") or {}
-        if not isinstance(failed, Mapping):
-            raise ExtenderError(f"FailedNodes must be an object, got {failed!r}")
-        return fitting, {str(k): str(v) for k, v in failed.items()}
+        with self._calling(verb):
+            reply = read_filter_reply(self._post(verb, self._args(pod, nodes)))
+            if reply.error:
+                raise ExtenderError(f"error in reply: {_quoted(reply.error)}")
+            by_name = {n.name: n for n in nodes}
+            names = reply.nodes
+            if self.config.node_cache_capable and reply.node_names is not None:
+                names = reply.node_names
+            fitting: dict[str, NodeInfo] = {}
+            for name in names or ():
+                info = by_name.get(name)
+                if info is None:
+                    raise ExtenderError(
+                        f"claims a filtered node {_shown(name)} which is not found in the input node list"
+                    )
+                fitting.setdefault(name, info)
+        # Reasons for nodes it was not asked about would only miscount the pod's failure message.
+        failed = {name: reason for name, reason in reply.failed.items() if name in by_name}
+        # FailedAndUnresolvableNodes takes precedence over FailedNodes (1.21's findNodesThatPassExtenders).
+        failed.update((name, r) for name, r in reply.failed_unresolvable.items() if name in by_name)
+        return list(fitting.values()), failed
 
     def prioritize(self, pod: Pod, nodes: Sequence[NodeInfo]) -> dict[str, int]:
         """Host -> the extender's score (0..10) times its weight."""
-        if not self.config.prioritize_verb:
+        verb = self.config.prioritize_verb
+        if not verb:
             return {}
-        result = self._send(self.config.prioritize_verb, self._args(pod, nodes))
-        if not isinstance(result, list):
-            raise ExtenderError(f"prioritize answered {type(result).__name__}, not a list of HostPriority")
+        with self._calling(verb):
+            entries = read_prioritize_reply(self._post(verb, self._args(pod, nodes)))
+        asked = {n.name for n in nodes}
         scores: dict[str, int] = {}
-        for entry in result:
-            host, score = _field(entry, "Host"), _field(entry, "Score")
-            if not isinstance(host, str) or not isinstance(score, int) or isinstance(score, bool):
-                raise ExtenderError(f"invalid HostPriority {entry!r}")
-            scores[host] = scores.get(host, 0) + score * self.config.weight
+        for host, score in entries:
+            if host in asked:
+                scores[host] = scores.get(host, 0) + score * self.config.weight
         return scores
 
     @property
@@ -490,95 +639,56 @@ class HTTPExtender:
                 for name, v in candidates.items()
             }
             args = {"Pod": pod_object(pod), "NodeNameToVictims": full, "NodeNameToMetaVictims": None}
-        result = self._send(self.config.preempt_verb, args)
-        accepted = _field(result, "NodeNameToMetaVictims") or {}
-        if not isinstance(accepted, Mapping):
-            raise ExtenderError(f"NodeNameToMetaVictims must be an object, got {accepted!r}")
+        verb = self.config.preempt_verb
         out: dict[str, Victims] = {}
-        for name, meta_victims in accepted.items():
-            info = nodes.get(str(name))
-            if info is None:
-                raise ExtenderError(f'node "{name}" not found')
-            pods = []
-            for meta_pod in _field(meta_victims, "Pods") or ():
-                uid = str(_field(meta_pod, "UID") or "")
-                victim = info.pods.get(uid)
-                if victim is None:
-                    raise ExtenderError(
-                        f"extender: {self.name} claims to preempt pod (UID: {uid}) on node: {name}, "
-                        "but the pod is not found on that node"
-                    )
-                pods.append(victim)
-            violations = _field(meta_victims, "NumPDBViolations")
-            count = violations if isinstance(violations, int) and not isinstance(violations, bool) else 0
-            out[str(name)] = Victims(tuple(pods), count)
+        with self._calling(verb):
+            for name, (uids, violations) in read_preempt_reply(self._post(verb, args)).items():
+                info = nodes.get(name)
+                if info is None:
+                    raise ExtenderError(f"claims to preempt on node {_shown(name)}, which is not found")
+                pods = []
+                for uid in uids:
+                    victim = info.pods.get(uid)
+                    if victim is None:
+                        raise ExtenderError(
+                            f"claims to preempt pod (UID: {_shown(uid)}) on node {_shown(name)}, "
+                            "but the pod is not found on that node"
+                        )
+                    pods.append(victim)
+                out[name] = Victims(tuple(pods), violations)
         return out
 
     def bind(self, pod: Pod, node_name: str) -> None:
         """Bind through the extender's bindVerb; raises ExtenderError with its reason."""
+        verb = self.config.bind_verb
         args = {"PodName": pod.name, "PodNamespace": pod.namespace, "PodUID": pod.uid, "Node": node_name}
-        result = self._send(self.config.bind_verb, args)
-        error = _field(result, "Error")
-        if error:
-            raise ExtenderError(str(error))
+        with self._calling(verb):
+            error = read_bind_reply(self._post(verb, args))
+            if error:
+                raise ExtenderError(f"error in reply: {_quoted(error)}")
 
-    # --- HTTP --------------------------------------------------------------------------------------
+    # --- transport ---------------------------------------------------------------------------------
 
-    def _send(self, verb: str, args: Mapping[str, Any]) -> Any:
-        """POST the JSON; the whole exchange must finish within httpTimeout."""
-        body = json.dumps(args, separators=(",", ":")).encode()
-        url = f"{self.config.url_prefix.rstrip('/')}/{verb}"
-        future = _workers().submit(self._exchange, verb, url, body)
-        try:
-            return future.result(timeout=self.config.http_timeout)
-        except FutureTimeout:
-            # The worker gives up on its own when its socket times out; the caller does not wait.
-            raise ExtenderError(
-                f"failed {verb} with extender at URL {url}: timed out after {self.config.http_timeout:g}s"
-            ) from None
-
-    def _connection(self) -> http.client.HTTPConnection:
-        try:
-            return self._idle.get_nowait()
-        except queue.Empty:
-            pass
-        # The caller's deadline is httpTimeout; the socket's is a little later, so that a call
-        # that hangs always ends as "timed out" for the caller and then frees its thread.
-        timeout = self.config.http_timeout + 1.0
-        if self._https:
-            assert self._context is not None
-            tls = self.config.tls or TLSConfig()
-            return _HTTPSConnection(self._host, self._port, timeout, self._context, tls.server_name)
-        return http.client.HTTPConnection(self._host, self._port, timeout=timeout)
-
-    def _exchange(self, verb: str, url: str, body: bytes) -> Any:
-        conn = self._connection()
-        try:
-            conn.request(
-                "POST", f"{self._path}/{verb}", body=body, headers={"Content-Type": "application/json"}
+    def _post(self, verb: str, args: Mapping[str, Any]) -> Any:
+        """The decoded reply to `args` POSTed to `verb`."""
+        if self._transport is None:
+            raise NoTransportError(
+                f"extender {self.name} cannot be called: its policy was compiled without a transport"
             )
-            response = conn.getresponse()
-            data = response.read()
-        except (OSError, http.client.HTTPException) as exc:
-            conn.close()
-            raise ExtenderError(f"failed {verb} with extender at URL {url}: {exc!r}") from exc
-        if response.will_close:
-            conn.close()
-        else:
-            self._idle.put(conn)
-        if response.status != 200:
-            raise ExtenderError(f"failed {verb} with extender at URL {url}, code {response.status}")
+        return decode_reply(self._transport.post(verb, json.dumps(args, separators=(",", ":")).encode()))
+
+    @contextmanager
+    def _calling(self, verb: str) -> Iterator[None]:
+        """Name the extender and the verb in the errors of a call."""
         try:
-            return json.loads(data)
-        except ValueError as exc:
-            raise ExtenderError(f"failed {verb} with extender at URL {url}: invalid JSON: {exc}") from exc
+            yield
+        except ExtenderError as exc:
+            raise ExtenderError(f"extender {self.url(verb)}: {exc}") from exc
 
     def close(self) -> None:
-        while True:
-            try:
-                self._idle.get_nowait().close()
-            except queue.Empty:
-                break
+        """Release the transport's idle connections."""
+        if self._transport is not None:
+            self._transport.close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -588,6 +698,10 @@ class ExtenderOutcome:
     feasible: list[NodeInfo]
     failed: dict[str, list[str]] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)  # ignorable extender -> its error
+
+
+def _skipped(extender: HTTPExtender, verb: str, pod: Pod, error: ExtenderError) -> None:
+    log.warning("extender_skipped", extender=extender.name, verb=verb, pod=pod.key, error=str(error))
 
 
 def run_filters(extenders: Sequence[HTTPExtender], pod: Pod, nodes: Sequence[NodeInfo]) -> ExtenderOutcome:
@@ -602,11 +716,11 @@ def run_filters(extenders: Sequence[HTTPExtender], pod: Pod, nodes: Sequence[Nod
         try:
             fitting, failed = extender.filter(pod, feasible)
         except ExtenderError as exc:
-            if extender.ignorable:
-                log.warning("extender_skipped", extender=extender.name, pod=pod.key, error=str(exc))
-                outcome.skipped[extender.name] = str(exc)
-                continue
-            raise ExtenderError(f"extender {extender.name} failed: {exc}") from exc
+            if not extender.ignorable:
+                raise  # its message names the extender, the verb and what went wrong
+            _skipped(extender, "filter", pod, exc)
+            outcome.skipped[extender.name] = str(exc)
+            continue
         for name, reason in failed.items():
             outcome.failed.setdefault(name, []).append(reason)
         feasible = fitting
@@ -624,7 +738,8 @@ def run_prioritizers(
         try:
             scores = extender.prioritize(pod, nodes)
         except ExtenderError as exc:
-            log.info("extender_prioritize_failed", extender=extender.name, pod=pod.key, error=str(exc))
+            # Ignorable or not, as in 1.20: the other priorities decide without its scores.
+            _skipped(extender, "prioritize", pod, exc)
             continue
         for host, score in scores.items():
             combined[host] = combined.get(host, 0) + score
@@ -649,16 +764,16 @@ def run_preemption(
         try:
             remaining = extender.process_preemption(pod, remaining, nodes)
         except ExtenderError as exc:
-            if extender.ignorable:
-                log.warning("extender_skipped", extender=extender.name, pod=pod.key, error=str(exc))
-                continue
-            raise ExtenderError(f"extender {extender.name} failed: {exc}") from exc
+            if not extender.ignorable:
+                raise
+            _skipped(extender, "preempt", pod, exc)
     return remaining
 
 
-def build_extenders(raw: Any) -> tuple[HTTPExtender, ...]:
-    """All `extenders` entries, ignorable ones last (as 1.20 orders them); raises ArgumentError
-    with the entry's index in its field (`[2].weight`)."""
+def build_extenders(raw: Any, transport: TransportFactory | None = None) -> tuple[HTTPExtender, ...]:
+    """All `extenders` entries, ignorable ones last (as 1.20 orders them), each with a transport from
+    `transport` (None: validated only, not callable); raises ArgumentError with the entry's index in
+    its field (`[2].weight`)."""
     if raw is None:
         return ()
     if not isinstance(raw, list):
@@ -683,9 +798,9 @@ def build_extenders(raw: Any) -> tuple[HTTPExtender, ...]:
                 )
             seen[name] = i
     try:
-        extenders = [HTTPExtender(c) for c in configs]
-    except (OSError, ssl.SSLError, ValueError) as exc:
-        raise ArgumentError("", f"cannot set up TLS: {exc}") from exc
+        extenders = [HTTPExtender(c, transport(c) if transport is not None else None) for c in configs]
+    except (OSError, ValueError) as exc:
+        raise ArgumentError("", str(exc)) from exc
     return tuple(e for e in extenders if not e.ignorable) + tuple(e for e in extenders if e.ignorable)
 
 
@@ -695,14 +810,26 @@ def ignored_resources(extenders: Sequence[HTTPExtender]) -> frozenset[str]:
 
 
 __all__ = [
+    "MAX_REPLY_BYTES",
     "ExtenderConfig",
     "ExtenderError",
     "ExtenderOutcome",
+    "ExtenderTransport",
+    "FilterReply",
     "HTTPExtender",
+    "NoTransportError",
+    "TLSConfig",
+    "TransportFactory",
     "Victims",
     "build_extenders",
+    "decode_reply",
     "ignored_resources",
     "parse_extender",
+    "parse_http_timeout",
+    "read_bind_reply",
+    "read_filter_reply",
+    "read_preempt_reply",
+    "read_prioritize_reply",
     "run_filters",
     "run_preemption",
     "run_prioritizers",

@@ -52,6 +52,7 @@ from kubernetes_asyncio import client
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from kubesched.kube.client import api_client, request
+from kubesched.model.selectors import is_dns1123_subdomain
 from kubesched.telemetry import metrics
 
 log = structlog.get_logger(__name__)
@@ -65,7 +66,6 @@ JITTER = 0.2
 CLIENT_GO_JITTER = 1.2
 RELEASE_TIMEOUT = 5.0
 TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
@@ -118,7 +118,7 @@ class ElectionConfig:
             found.append(
                 f"--leader-elect-resource-namespace {self.namespace!r} is not a valid namespace name"
             )
-        if len(self.name) > 253 or not _DNS_SUBDOMAIN.match(self.name):
+        if not is_dns1123_subdomain(self.name):
             found.append(f"--leader-elect-resource-name {self.name!r} is not a valid object name")
         if not self.identity:
             found.append("the leader election identity must not be empty")
@@ -150,29 +150,6 @@ def leases_path(namespace: str) -> str:
 
 def format_duration(seconds: float) -> str:
     return f"{seconds:g}s"
-
-
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def parse_duration(text: str) -> float:
-    """Seconds in a Go duration, as kube-scheduler's flags take it ("15s", "1m30s", "500ms"), or a number."""
-    text = text.strip()
-    with contextlib.suppress(ValueError):
-        number = float(text)
-        if not math.isfinite(number):
-            raise ValueError(f"{text!r} is not a duration")
-        return number
-    pos, total = 0, 0.0
-    for match in _DURATION_PART.finditer(text):
-        if match.start() != pos:
-            break
-        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-        pos = match.end()
-    if pos == 0 or pos != len(text):
-        raise ValueError(f"{text!r} is not a duration (examples: 15s, 1m30s, 500ms)")
-    return total
 
 
 # ------------------------------------------------------------------------------------- the record

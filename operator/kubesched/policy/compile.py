@@ -3,7 +3,8 @@
 The field names are those of kube-scheduler's Policy file (`predicates`, `priorities`,
 `weight`, `argument`, `hardPodAffinitySymmetricWeight`, `alwaysCheckAllPredicates`,
 `extenders`), plus `percentageOfNodesToScore` from its component config. Either the whole
-document (`kind: Policy`, `apiVersion: v1`) or just its body is accepted.
+document (`kind: Policy`, `apiVersion: v1`) or just its body is accepted. Pure: files are read
+by policy/files.py, extenders are called through the transport the caller passes.
 
 As in 1.20: `predicates` absent means the default set, `[]` means the mandatory ones only
 (CheckNodeUnschedulable and PodToleratesNodeTaints are always added); `priorities` absent means
@@ -32,18 +33,19 @@ are errors (1.20 ignores the first ones, drops such arguments, or crashes on the
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final
 
 import yaml
 
-from kubesched.algorithm.extenders import build_extenders, ignored_resources
+from kubesched.algorithm.extenders import TransportFactory, build_extenders, ignored_resources
 from kubesched.algorithm.generic import Algorithm, WeightedPriority
-from kubesched.plugins import predicate_registry, priority_registry
+from kubesched.plugins import registry
 from kubesched.plugins.arguments import ArgumentError
 from kubesched.plugins.framework import PluginSettings, Predicate, Priority
+from kubesched.plugins.node_volume_limits.filtering import KUBE_MAX_PD_VOLS
 
 POLICY_KIND: Final = "Policy"
 POLICY_API_VERSIONS: Final = ("v1", "kubescheduler.config.k8s.io/v1")
@@ -162,7 +164,7 @@ def _compile_predicates(raw: Any, settings: PluginSettings) -> tuple[tuple[Predi
     # registry name -> [(argument value, index in the policy's list)]
     chosen: dict[str, list[tuple[Any, int]]] = {}
     if raw is None:
-        chosen = {name: [(None, -1)] for name in predicate_registry.DEFAULTS}
+        chosen = {name: [(None, -1)] for name in registry.DEFAULT_PREDICATES}
     elif not isinstance(raw, list):
         raise PolicyError("predicates", f"must be a list, got {raw!r}")
     else:
@@ -171,7 +173,7 @@ def _compile_predicates(raw: Any, settings: PluginSettings) -> tuple[tuple[Predi
             path = f"predicates[{i}]"
             given = _name(entry, path, _PREDICATE_FIELDS)
             argument = _argument(entry, path)
-            name = predicate_registry.ALIASES.get(given, given)
+            name = registry.PREDICATE_ALIASES.get(given, given)
             key: str | None = None
             value: Any = None
             if argument is not None:
@@ -180,16 +182,16 @@ def _compile_predicates(raw: Any, settings: PluginSettings) -> tuple[tuple[Predi
                     given,
                     name,
                     argument,
-                    predicate_registry.ARGUMENTS,
-                    predicate_registry.REGISTRY,
+                    registry.PREDICATE_ARGUMENTS,
+                    registry.PREDICATES,
                     path,
                 )
-            elif name not in predicate_registry.REGISTRY:
-                custom = ", ".join(predicate_registry.ARGUMENTS)
+            elif name not in registry.PREDICATES:
+                custom = ", ".join(registry.PREDICATE_ARGUMENTS)
                 raise PolicyError(
                     f"{path}.name",
                     f'unknown predicate "{given}" (accepted: '
-                    f"{_accepted([*predicate_registry.REGISTRY, *predicate_registry.ALIASES])}; "
+                    f"{_accepted([*registry.PREDICATES, *registry.PREDICATE_ALIASES])}; "
                     f"or any name with an argument: {custom})",
                 )
             # A custom predicate is known by the name the policy gives it.
@@ -201,7 +203,7 @@ def _compile_predicates(raw: Any, settings: PluginSettings) -> tuple[tuple[Predi
                 )
             first_index[identity] = i
             chosen.setdefault(name, []).append((value, i))
-    for name in predicate_registry.MANDATORY:
+    for name in registry.MANDATORY_PREDICATES:
         chosen.setdefault(name, [(None, -1)])
 
     filters: list[Predicate] = []
@@ -211,15 +213,15 @@ def _compile_predicates(raw: Any, settings: PluginSettings) -> tuple[tuple[Predi
     # AppendPredicateConfigs does); one that two names enable (GeneralPredicates and
     # PodFitsResources, say) runs once, where it first appears; custom predicates of one kind
     # merge into one filter.
-    unordered = sorted(set(chosen) - set(predicate_registry.ORDERING))
-    for name in [*predicate_registry.ORDERING, *unordered]:
+    unordered = sorted(set(chosen) - set(registry.PREDICATE_ORDERING))
+    for name in [*registry.PREDICATE_ORDERING, *unordered]:
         if name not in chosen:
             continue
         names.append(name)
         for value, index in chosen[name]:
             path = f"predicates[{index}]"
             try:
-                created = predicate_registry.REGISTRY[name](value, settings)
+                created = registry.PREDICATES[name](value, settings)
                 for predicate in created:
                     if predicate.name in position:
                         at = position[predicate.name]
@@ -273,7 +275,7 @@ def _compile_priorities(
     entries: list[tuple[str, Any, int, str, int]] = []
     skipped: list[str] = []
     if raw is None:
-        entries = [(name, None, w, name, -1) for name, w in priority_registry.DEFAULTS.items()]
+        entries = [(name, None, w, name, -1) for name, w in registry.DEFAULT_PRIORITIES.items()]
     elif not isinstance(raw, list):
         raise PolicyError("priorities", f"must be a list, got {raw!r}")
     else:
@@ -282,24 +284,24 @@ def _compile_priorities(
             path = f"priorities[{i}]"
             given = _name(entry, path, _PRIORITY_FIELDS)
             argument = _argument(entry, path)
-            name = priority_registry.ALIASES.get(given, given)
+            name = registry.PRIORITY_ALIASES.get(given, given)
             key: str | None = None
             value: Any = None
             if argument is not None:
-                if name in priority_registry.SKIPPED:
+                if name in registry.SKIPPED_PRIORITIES:
                     raise PolicyError(f"{path}.argument", "this priority takes no argument")
                 name, key, value = _custom_argument(
                     "priority",
                     given,
                     name,
                     argument,
-                    priority_registry.ARGUMENTS,
-                    priority_registry.REGISTRY,
+                    registry.PRIORITY_ARGUMENTS,
+                    registry.PRIORITIES,
                     path,
                 )
-            elif name not in priority_registry.REGISTRY and name not in priority_registry.SKIPPED:
-                custom = ", ".join(priority_registry.ARGUMENTS)
-                known = [*priority_registry.REGISTRY, *priority_registry.ALIASES, *priority_registry.SKIPPED]
+            elif name not in registry.PRIORITIES and name not in registry.SKIPPED_PRIORITIES:
+                custom = ", ".join(registry.PRIORITY_ARGUMENTS)
+                known = [*registry.PRIORITIES, *registry.PRIORITY_ALIASES, *registry.SKIPPED_PRIORITIES]
                 raise PolicyError(
                     f"{path}.name",
                     f'unknown priority "{given}" (accepted: {_accepted(known)}; '
@@ -313,7 +315,7 @@ def _compile_priorities(
                     f"{path}.name", f'duplicate priority "{given}" (already given as {earlier})'
                 )
             first_index[identity] = i
-            if name in priority_registry.SKIPPED:
+            if name in registry.SKIPPED_PRIORITIES:
                 skipped.append(name)
                 continue
             entries.append((name, value, weight, given if key is not None else name, i))
@@ -322,7 +324,7 @@ def _compile_priorities(
     for name, value, weight, shown, index in entries:
         path = f"priorities[{index}]"
         try:
-            priority = priority_registry.REGISTRY[name](value, settings)
+            priority = registry.PRIORITIES[name](value, settings)
         except ArgumentError as exc:
             raise _argument_error(path, exc) from exc
         plugin = priority.plugin or priority.name
@@ -357,11 +359,18 @@ def _bounded_int(spec: Mapping[str, Any], field: str, low: int, high: int) -> in
     return int(value)
 
 
-def compile_policy(spec: Mapping[str, Any], *, default_pod_topology_spread: bool = True) -> Algorithm:
+def compile_policy(
+    spec: Mapping[str, Any],
+    *,
+    default_pod_topology_spread: bool = True,
+    transport: TransportFactory | None = None,
+) -> Algorithm:
     """Validate a legacy Policy (document or body) and build its Algorithm; raises PolicyError.
 
     `default_pod_topology_spread` is kube-scheduler's DefaultPodTopologySpread feature gate (on in
-    1.20): off, SelectorSpreadPriority runs as the older SelectorSpread plugin.
+    1.20): off, SelectorSpreadPriority runs as the older SelectorSpread plugin. `transport` makes
+    the extenders' transports (kube.extender_transport.HTTPTransport); without one the extenders
+    are validated but cannot be called.
     """
     if not isinstance(spec, Mapping):
         raise PolicyError("policy", f"must be an object, got {type(spec).__name__}")
@@ -369,7 +378,7 @@ def compile_policy(spec: Mapping[str, Any], *, default_pod_topology_spread: bool
     _check_header(spec)
 
     try:
-        extenders = build_extenders(spec.get("extenders"))
+        extenders = build_extenders(spec.get("extenders"), transport)
     except ArgumentError as exc:
         raise PolicyError(f"extenders{exc.field}" if exc.field else "extenders", exc.message) from exc
 
@@ -386,6 +395,7 @@ def compile_policy(spec: Mapping[str, Any], *, default_pod_topology_spread: bool
         hard_pod_affinity_symmetric_weight=hard_weight or DEFAULT_HARD_POD_AFFINITY_SYMMETRIC_WEIGHT,
         default_pod_topology_spread=default_pod_topology_spread,
         ignored_resources=ignored_resources(extenders),
+        max_pd_volumes=max_volumes_from_env(),
     )
 
     filters, predicate_names = _compile_predicates(spec.get("predicates"), settings)
@@ -408,13 +418,9 @@ def default_algorithm(*, default_pod_topology_spread: bool = True) -> Algorithm:
     return compile_policy({}, default_pod_topology_spread=default_pod_topology_spread)
 
 
-def load_policy_file(path: str | Path) -> dict[str, Any]:
-    """Read a Policy file (JSON or YAML); raises PolicyError naming the file when it is unusable."""
-    source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PolicyError(source, f"cannot read policy file: {exc}") from exc
+def parse_policy_text(text: str, source: str) -> dict[str, Any]:
+    """A Policy document from the text of a file named `source` (JSON if it ends in .json, else
+    YAML); raises PolicyError naming `source` when it is not a Policy."""
     try:
         # YAML is (nearly) a superset of JSON, so YAML also reads JSON under any other name.
         document = json.loads(text) if source.endswith(".json") else yaml.safe_load(text)
@@ -428,3 +434,14 @@ def load_policy_file(path: str | Path) -> dict[str, Any]:
     except PolicyError as exc:
         raise PolicyError(f"{source}: {exc.field}", exc.message) from exc
     return document
+
+
+def max_volumes_from_env() -> int:
+    """getMaxVolLimitFromEnv: a positive $KUBE_MAX_PD_VOLS, else -1 (the process environment is
+    read here, where a policy is compiled, so that the plugins stay pure)."""
+    raw = os.environ.get(KUBE_MAX_PD_VOLS, "")
+    try:
+        value = int(raw)
+    except ValueError:
+        return -1
+    return value if value > 0 else -1
