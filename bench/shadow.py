@@ -22,11 +22,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kubesched.algorithm.batch import schedule_batch
 from kubesched.algorithm.generic import Algorithm
-from kubesched.policy.compile import load_policy_file
+from kubesched.policy.files import load_policy_file
 from kubesched.policy.shadow import ShadowRunner
 from kubesched.policy.store import PolicyStore
-from kubesched.runtime.scheduler import schedule_batch
 
 sys.path.insert(0, str(Path(__file__).parent))
 from algorithm import SEED_POLICY, cluster

@@ -5,13 +5,14 @@ from __future__ import annotations
 import random
 from typing import Any, cast
 
+from kubesched.algorithm.batch import schedule_batch
 from kubesched.algorithm.generic import FitError, ScheduleResult
 from kubesched.kube.binding import Binder
 from kubesched.kube.events import Recorder
 from kubesched.model.objects import node_from_dict, pod_from_dict
 from kubesched.policy.compile import compile_policy, default_algorithm
 from kubesched.runtime.cache import SchedulerCache
-from kubesched.runtime.scheduler import Scheduler, SchedulerSettings, schedule_batch
+from kubesched.runtime.scheduler import Scheduler, SchedulerSettings
 from kubesched_dev.fixtures import make_node, make_pod
 
 OWN = "own"

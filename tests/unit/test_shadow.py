@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from kubesched.algorithm.batch import schedule_batch
 from kubesched.algorithm.generic import Algorithm, FitError, ScheduleResult
 from kubesched.model.nodeinfo import Snapshot
 from kubesched.model.objects import Pod, node_from_dict, pod_from_dict
@@ -25,7 +26,6 @@ from kubesched.policy.shadow import (
 )
 from kubesched.policy.shadow_status import ShadowReporter
 from kubesched.policy.store import ACTIVE, PolicyStore
-from kubesched.runtime.scheduler import schedule_batch
 from kubesched_dev.fixtures import make_node, make_pod
 
 from .test_policies import condition, policy

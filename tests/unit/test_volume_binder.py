@@ -1,6 +1,6 @@
-"""Volume binding writes (VolumeBinding Reserve; the volume binder's AssumePodVolumes and
-GetBindVolumeToClaim): which PV each claim takes on the chosen node, how the rest of a batch
-and the cache see it taken, and how an assumption is forgotten."""
+"""Volume binding Reserve (the volume binder's AssumePodVolumes and GetBindVolumeToClaim): which PV
+each claim takes on the chosen node, how the rest of a batch and the cache see it taken, and how an
+assumption is forgotten."""
 
 from __future__ import annotations
 
@@ -8,30 +8,29 @@ import random
 
 import pytest
 
+from kubesched.algorithm.batch import schedule_batch
 from kubesched.algorithm.generic import FitError, ScheduleResult
-from kubesched.kube.volumes import (
+from kubesched.algorithm.volume_reserve import (
     ANN_BOUND_BY_CONTROLLER,
     ScheduledWithVolumes,
     VolumeBindingError,
-    assume_in_cache,
     assume_pod_volumes,
-    forget_in_cache,
 )
 from kubesched.model.nodeinfo import Snapshot
 from kubesched.model.objects import Pod
 from kubesched.plugins.volume_binding.filtering import ANN_SELECTED_NODE, ERR_REASON_BIND_CONFLICT
 from kubesched.policy.compile import compile_policy, default_algorithm
 from kubesched.runtime.cache import SchedulerCache
-from kubesched.runtime.scheduler import schedule_batch
+from kubesched.runtime.volumes import assume_in_cache, forget_in_cache
+from kubesched_dev.fixtures import model_node, model_pod, node_info
 
-from .algofixtures import make_node, make_pod, node_info
-from .test_predicate_volume_binding import NODE_A, NODE_B, objects, pv, pvc
+from .plugins.test_volume_binding import NODE_A, NODE_B, objects, pv, pvc
 
 ALGORITHM = default_algorithm()
 
 
 def claimant(name: str, *claims: str) -> Pod:
-    return make_pod(name, volumes=[{"name": c, "persistentVolumeClaim": {"claimName": c}} for c in claims])
+    return model_pod(name, volumes=[{"name": c, "persistentVolumeClaim": {"claimName": c}} for c in claims])
 
 
 def test_the_smallest_fitting_pv_the_node_accepts_is_chosen() -> None:
@@ -89,7 +88,7 @@ def test_a_claim_no_pv_fits_is_provisioned_on_the_node() -> None:
 def test_nothing_to_bind_for_bound_claims_or_pods_without_claims() -> None:
     objs = objects([pvc("c", volume="pv", bound=True)], [pv("pv", claim="c")])
     assert assume_pod_volumes(claimant("p", "c"), objs, node_info(NODE_A)) is None
-    assert assume_pod_volumes(make_pod("plain"), objs, node_info(NODE_A)) is None
+    assert assume_pod_volumes(model_pod("plain"), objs, node_info(NODE_A)) is None
 
 
 def test_a_node_that_cannot_take_the_claims_is_an_error() -> None:
@@ -118,7 +117,7 @@ def test_the_next_pod_of_a_batch_does_not_take_the_same_pv() -> None:
 
 def test_the_cache_holds_the_assumed_pv_until_forgotten() -> None:
     cache = SchedulerCache()
-    cache.set_node(make_node("node-a", labels=dict(NODE_A.labels)))
+    cache.set_node(model_node("node-a", labels=dict(NODE_A.labels)))
     original = pv("local", storage_class="static", zones=("a",))
     cache.set_object("PersistentVolume", "local", original)
     cache.set_object("StorageClass", "static", objects([], []).storage_classes["static"])
@@ -140,7 +139,7 @@ def test_the_cache_holds_the_assumed_pv_until_forgotten() -> None:
 
 def test_forgetting_leaves_what_the_watch_brought_since() -> None:
     cache = SchedulerCache()
-    cache.set_node(make_node("node-a", labels=dict(NODE_A.labels)))
+    cache.set_node(model_node("node-a", labels=dict(NODE_A.labels)))
     cache.set_object("PersistentVolume", "local", pv("local", zones=("a",)))
     cache.set_object("StorageClass", "wait", objects([], []).storage_classes["wait"])
     cache.set_object("PersistentVolumeClaim", "default/c", pvc("c"))
@@ -152,6 +151,22 @@ def test_forgetting_leaves_what_the_watch_brought_since() -> None:
     cache.set_object("PersistentVolume", "local", written)  # the watch: our write landed
     forget_in_cache(cache, volumes)
     assert cache.get_object("PersistentVolume", "local") is written
+
+
+def test_the_cache_holds_the_claim_to_provision_until_forgotten() -> None:
+    cache = SchedulerCache()
+    cache.set_node(model_node("node-b", labels=dict(NODE_B.labels)))
+    cache.set_object("StorageClass", "wait", objects([], []).storage_classes["wait"])
+    original = pvc("c")
+    cache.set_object("PersistentVolumeClaim", "default/c", original)
+    snap = cache.snapshot()
+    volumes = assume_pod_volumes(claimant("p", "c"), snap.objects, snap.nodes[0])
+    assert volumes is not None and not volumes.bindings
+    assume_in_cache(cache, volumes)
+    held = cache.get_object("PersistentVolumeClaim", "default/c")
+    assert held is not None and held["metadata"]["annotations"][ANN_SELECTED_NODE] == "node-b"
+    forget_in_cache(cache, volumes)
+    assert cache.get_object("PersistentVolumeClaim", "default/c") is original
 
 
 def test_a_policy_without_check_volume_binding_binds_no_volumes() -> None:

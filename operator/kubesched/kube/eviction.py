@@ -18,14 +18,13 @@ from typing import Any
 import structlog
 from kubernetes_asyncio import client
 
-from kubesched.kube.client import TokenBucket, request
+from kubesched.kube.client import MERGE_PATCH, TokenBucket, request
 from kubesched.kube.events import NORMAL, Recorder
 from kubesched.model.objects import Pod
 
 log = structlog.get_logger(__name__)
 
 PREEMPTED = "Preempted"
-MERGE_PATCH = "application/merge-patch+json"
 
 
 def preempted_message(preemptor: Pod, node_name: str) -> str:

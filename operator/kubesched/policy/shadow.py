@@ -33,6 +33,7 @@ from typing import Any, Final
 
 import structlog
 
+from kubesched.algorithm.batch import Outcome
 from kubesched.algorithm.generic import Algorithm, FitError, ScheduleResult, priority_scores
 from kubesched.kube.events import now_rfc3339
 from kubesched.model.nodeinfo import Snapshot
@@ -42,7 +43,6 @@ from kubesched.telemetry import metrics
 
 log = structlog.get_logger(__name__)
 
-Outcome = ScheduleResult | FitError | Exception
 MAX_RECENT: Final = 5  # disagreements kept in status, and detailed per reporting interval
 TOP_TERMS: Final = 3
 NOTHING: Final = "none"  # comparedWith when no algorithm serves the scheduler name

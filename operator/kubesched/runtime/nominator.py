@@ -1,21 +1,13 @@
 """Pods nominated to a node by preemption, holding their room there while their victims terminate.
 
 kube-scheduler 1.20 keeps them in the scheduling queue's PodNominator
-(internal/queue/scheduling_queue.go, nominatedPodMap) and adds the nominated pods of equal or
-higher priority to a node before running the filters on it (RunFilterPluginsWithNominatedPods,
-framework/runtime/framework.go). Here the scheduler places them in the snapshot it hands the
-algorithm instead: the algorithm stays unaware of nominations.
-
-1.20 also runs the filters a second time without the nominated pods (so that a pod with
-affinity to a nominated pod does not count on it); that second pass is not done here.
+(internal/queue/scheduling_queue.go, nominatedPodMap). Here the scheduler keeps them on the event
+loop and hands a copy to each batch, where kubesched.algorithm.batch.with_nominated places them in
+the snapshot each pod sees.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import replace
-
-from kubesched.model.nodeinfo import Snapshot
 from kubesched.model.objects import Pod
 
 
@@ -57,16 +49,3 @@ class Nominator:
 
     def __len__(self) -> int:
         return len(self._pods)
-
-
-def with_nominated(snapshot: Snapshot, pod: Pod, nominated: Mapping[str, tuple[Pod, str]]) -> Snapshot:
-    """`snapshot` with the pods nominated to its nodes that `pod` must leave room for: those of
-    equal or higher priority, other than `pod` itself."""
-    view = snapshot
-    for other, node_name in nominated.values():
-        if other.uid == pod.uid or other.priority < pod.priority:
-            continue
-        info = view.get(node_name)
-        if info is not None and other.uid not in info.pods:  # not already placed there
-            view = view.with_pod_on(replace(other, node_name=node_name), node_name)
-    return view
