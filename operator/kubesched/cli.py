@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
+from click.decorators import FC
 
-from kubesched import __version__
 from kubesched.telemetry import logs
 
 
@@ -21,7 +22,7 @@ class Duration(click.ParamType):  # type: ignore[type-arg]  # generic only from 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
         if isinstance(value, int | float):
             return float(value)
-        from kubesched.kube.election import parse_duration
+        from kubesched.model.duration import parse_duration
 
         try:
             return parse_duration(str(value))
@@ -36,8 +37,15 @@ def main() -> None:
 
 @main.command()
 def version() -> None:
-    """Print the version."""
-    click.echo(f"kubesched {__version__}")
+    """Print the version and the source revision (git commit) it was built from."""
+    from kubesched.version import version_line
+
+    click.echo(version_line())
+
+
+def _duration_option(flag: str, default: str, description: str) -> Callable[[FC], FC]:
+    """A flag that takes a duration, its default shown as written ("15s")."""
+    return click.option(flag, type=Duration(), default=default, show_default=True, help=description)
 
 
 @main.command()
@@ -82,26 +90,16 @@ def version() -> None:
     show_default=True,
     help="Run several replicas: only the holder of a Lease schedules (--leader-elect=false: always).",
 )
-@click.option(
+@_duration_option(
     "--leader-elect-lease-duration",
-    type=Duration(),
-    default="15s",
-    show_default=True,
-    help="How long followers wait, after the last renewal they saw, before taking over.",
+    "15s",
+    "How long followers wait, after the last renewal they saw, before taking over.",
 )
-@click.option(
-    "--leader-elect-renew-deadline",
-    type=Duration(),
-    default="10s",
-    show_default=True,
-    help="The leader stops binding when it could not renew for this long.",
+@_duration_option(
+    "--leader-elect-renew-deadline", "10s", "The leader stops binding when it could not renew for this long."
 )
-@click.option(
-    "--leader-elect-retry-period",
-    type=Duration(),
-    default="2s",
-    show_default=True,
-    help="How often the leader renews and followers try to take over.",
+@_duration_option(
+    "--leader-elect-retry-period", "2s", "How often the leader renews and followers try to take over."
 )
 @click.option(
     "--leader-elect-resource-namespace",
@@ -111,118 +109,58 @@ def version() -> None:
 @click.option(
     "--leader-elect-resource-name", default=None, help="Name of the Lease; default the --scheduler-name."
 )
-@click.option(
+@_duration_option(
     "--shadow-status-interval",
-    type=Duration(),
-    default="10s",
-    show_default=True,
-    help="How often the leader writes Shadow SchedulerPolicies' figures into their status.",
+    "10s",
+    "How often the leader writes Shadow SchedulerPolicies' figures into their status.",
 )
-@click.option(
+@_duration_option(
     "--pod-initial-backoff",
-    type=Duration(),
-    default="1s",
-    show_default=True,
-    help="Backoff of a pod after its first failed attempt; it doubles with each attempt.",
+    "1s",
+    "Backoff of a pod after its first failed attempt; it doubles with each attempt.",
 )
-@click.option(
-    "--pod-max-backoff",
-    type=Duration(),
-    default="10s",
-    show_default=True,
-    help="The longest backoff of a pod.",
-)
-@click.option(
+@_duration_option("--pod-max-backoff", "10s", "The longest backoff of a pod.")
+@_duration_option(
     "--cache-reconcile-interval",
-    type=Duration(),
-    default="60s",
-    show_default=True,
-    help="How often the cache is compared with a fresh listing of nodes and pods (0: never).",
+    "60s",
+    "How often the cache is compared with a fresh listing of nodes and pods (0: never).",
 )
 @click.option("--log-format", type=click.Choice(["console", "json"]), default="console", show_default=True)
 @click.option(
     "--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info", show_default=True
 )
-def run(
-    kubeconfig: str | None,
-    scheduler_name: str,
-    policy_config_file: Path | None,
-    kube_api_qps: float,
-    kube_api_burst: int,
-    bind_concurrency: int,
-    batch_size: int,
-    percentage_of_nodes_to_score: int | None,
-    metrics_port: int,
-    seed: int | None,
-    leader_elect: bool,
-    leader_elect_lease_duration: float,
-    leader_elect_renew_deadline: float,
-    leader_elect_retry_period: float,
-    leader_elect_resource_namespace: str | None,
-    leader_elect_resource_name: str | None,
-    shadow_status_interval: float,
-    pod_initial_backoff: float,
-    pod_max_backoff: float,
-    cache_reconcile_interval: float,
-    log_format: str,
-    log_level: str,
-) -> None:
+def run(**flags: Any) -> None:
     """Run the scheduler."""
-    logs.configure(log_level, log_format)
+    from kubesched.app.settings import RunSettings
+
+    settings = RunSettings.from_flags(flags)
+    connection, scheduling = settings.connection, settings.scheduling
+    logs.configure(settings.observability.log_level, settings.observability.log_format)
     for name, val in (
-        ("--kube-api-burst", kube_api_burst),
-        ("--bind-concurrency", bind_concurrency),
-        ("--batch-size", batch_size),
+        ("--kube-api-burst", connection.burst),
+        ("--bind-concurrency", scheduling.bind_concurrency),
+        ("--batch-size", scheduling.batch_size),
     ):
         if val < 1:
             raise click.BadParameter(f"must be at least 1, got {val}", param_hint=name)
-    if kube_api_qps < 0:
-        raise click.BadParameter(f"must not be negative, got {kube_api_qps}", param_hint="--kube-api-qps")
-    if not 0 < pod_initial_backoff <= pod_max_backoff:
+    if connection.qps < 0:
+        raise click.BadParameter(f"must not be negative, got {connection.qps}", param_hint="--kube-api-qps")
+    if not 0 < scheduling.pod_initial_backoff <= scheduling.pod_max_backoff:
         raise click.BadParameter(
             "must be positive and at most --pod-max-backoff", param_hint="--pod-initial-backoff"
         )
-    from kubesched.app.run import RunOptions
-    from kubesched.kube.election import ElectionConfig, default_identity, default_namespace
-    from kubesched.runtime.queue import QueueSettings
-
-    election = None
-    if leader_elect:
-        election = ElectionConfig(
-            namespace=leader_elect_resource_namespace or default_namespace(),
-            name=leader_elect_resource_name or scheduler_name,
-            identity=default_identity(),
-            lease_duration=leader_elect_lease_duration,
-            renew_deadline=leader_elect_renew_deadline,
-            retry_period=leader_elect_retry_period,
-        )
-        problems = election.problems()
-        if problems:
-            raise click.UsageError("; ".join(problems))
-    options = RunOptions(
-        kubeconfig,
-        scheduler_name,
-        policy_config_file,
-        kube_api_qps,
-        kube_api_burst,
-        bind_concurrency,
-        batch_size,
-        metrics_port,
-        seed,
-        election,
-        shadow_status_interval,
-        queue=QueueSettings(pod_initial_backoff, pod_max_backoff),
-        reconcile_interval=cache_reconcile_interval,
-        percentage_of_nodes_to_score=percentage_of_nodes_to_score,
-    )
+    election = settings.election.config(scheduling.scheduler_name)
+    problems = election.problems() if election else []
+    if problems:
+        raise click.UsageError("; ".join(problems))
     from kubesched.policy.compile import PolicyError
 
     try:
         from kubesched.app.run import run_scheduler
 
-        asyncio.run(run_scheduler(options))
+        asyncio.run(run_scheduler(settings))
     except PolicyError as exc:
-        raise click.ClickException(f"{policy_config_file}: {exc}") from exc
+        raise click.ClickException(f"{scheduling.policy_config_file}: {exc}") from exc
     except KeyboardInterrupt:
         pass
 
@@ -251,7 +189,9 @@ def convert(file: Path, name: str | None, scheduler_name: str | None, output: st
 
     import yaml
 
-    from kubesched.policy.compile import PolicyError, compile_policy, load_policy_file
+    from kubesched.kube.extender_transport import HTTPTransport
+    from kubesched.policy.compile import PolicyError, compile_policy
+    from kubesched.policy.files import load_policy_file
     from kubesched.policy.store import is_object_name, policy_manifest
 
     name = name or scheduler_name or "kubesched"
@@ -263,7 +203,8 @@ def convert(file: Path, name: str | None, scheduler_name: str | None, output: st
         raise click.ClickException(str(exc)) from exc
     if validate:
         try:
-            compile_policy(document)
+            # With the real transport, so that extenders' TLS files are checked too; nothing is sent.
+            compile_policy(document, transport=HTTPTransport)
         except PolicyError as exc:
             raise click.ClickException(f"{file}: {exc} (--no-validate converts it anyway)") from exc
     manifest = policy_manifest(document, name, scheduler_name)
@@ -317,7 +258,7 @@ def explain(
         raise click.BadParameter(f"expected NAMESPACE/POD, got {pod!r}", param_hint="NAMESPACE/POD")
     try:
         if snapshot_file is not None:
-            state = _load_snapshot(snapshot_file)
+            state = load_snapshot(snapshot_file)
             result = explain_snapshot(state, namespace, name, scheduler_name, policy_config_file)
         else:
             live = explain_live(kubeconfig, namespace, name, scheduler_name, policy_config_file)
@@ -329,7 +270,7 @@ def explain(
     click.echo(render_json(result) if output == "json" else render_table(result))
 
 
-def _load_snapshot(path: str) -> Any:
+def load_snapshot(path: str) -> Any:
     from kubesched.tools.snapshot import SnapshotError, load
 
     try:
@@ -440,7 +381,7 @@ def simulate(
     except PolicyError as exc:
         raise click.ClickException(f"--policy {exc}") from exc
     name = scheduler_name or name
-    state = asyncio.run(_read_live(kubeconfig)) if nodes_from == "live" else _load_snapshot(nodes_from)
+    state = asyncio.run(_read_live(kubeconfig)) if nodes_from == "live" else load_snapshot(nodes_from)
     try:
         current, source = algorithm_for(name, state.policies, policy_config_file)
     except PolicyError as exc:
@@ -477,9 +418,13 @@ def snapshot() -> None:
 def snapshot_save(file: str, kubeconfig: str | None) -> None:
     """Write the cluster state the scheduler sees (nodes, pods, the objects its plugins read,
     SchedulerPolicies) to FILE as JSON; - writes to standard output."""
+    save_snapshot(asyncio.run(_read_live(kubeconfig)), file)
+
+
+def save_snapshot(state: Any, file: str) -> None:
+    """Write `state` to FILE (- for standard output) and say on stderr what was saved."""
     from kubesched.tools.snapshot import STDIO, save
 
-    state = asyncio.run(_read_live(kubeconfig))
     try:
         save(state, file)
     except OSError as exc:

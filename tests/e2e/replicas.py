@@ -26,9 +26,9 @@ from typing import Any
 import aiohttp
 from kubernetes_asyncio.client import ApiClient
 
-from kubesched.app.handlers import NON_TERMINAL_PODS
 from kubesched.kube.client import request
 from kubesched.kube.election import parse_micro_time
+from kubesched.model.kinds import NON_TERMINAL_PODS
 from kubesched.model.objects import node_from_dict, pod_from_dict
 from kubesched.model.resources import sum_resources
 from kubesched_dev.fixtures import create_nodes, make_node, make_pod, wait_for

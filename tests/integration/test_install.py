@@ -19,8 +19,8 @@ import pytest_asyncio
 import yaml
 from kubernetes_asyncio.client import ApiClient
 
-from kubesched.app.handlers import WATCHED_OBJECTS
 from kubesched.kube.client import request
+from kubesched.model.kinds import WATCHED_OBJECTS
 from kubesched.policy.store import API_GROUP, API_VERSION, PLURAL
 from kubesched_dev.devcluster import LocalControlPlane
 from kubesched_dev.fixtures import (
@@ -195,15 +195,15 @@ ALLOWED = [
     ("get", "leases.coordination.k8s.io/kubesched", NAMESPACE),
     ("update", "leases.coordination.k8s.io/kubesched", NAMESPACE),
     ("create", "leases.coordination.k8s.io", NAMESPACE),
-    # Volume binding (volumebinder.py).
+    # Volume binding (kube/volume_writer.py).
     ("patch", "persistentvolumes", None),
     ("patch", "persistentvolumes --subresource=status", None),
     ("get", "persistentvolumeclaims", "default"),
     ("patch", "persistentvolumeclaims", "default"),
     ("patch", "persistentvolumeclaims --subresource=status", "default"),
     *(
-        (verb, f"{plural}.{group}" if group else plural, None)
-        for group, _, plural, _ in WATCHED_OBJECTS
+        (verb, f"{watched.plural}.{watched.group}" if watched.group else watched.plural, None)
+        for watched in WATCHED_OBJECTS
         for verb in ("list", "watch")
     ),
 ]

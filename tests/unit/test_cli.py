@@ -1,17 +1,33 @@
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from kubesched import __version__
-from kubesched.cli import main
+from kubesched.app.settings import FLAGS, RunSettings
+from kubesched.cli import main, run
+from kubesched.version import source_revision
 
 
-def test_version() -> None:
+def test_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KUBESCHED_REVISION", "0123abc")
     result = CliRunner().invoke(main, ["version"])
     assert result.exit_code == 0
-    assert result.output.strip() == f"kubesched {__version__}"
+    assert result.output.strip() == f"kubesched {__version__} (revision 0123abc)"
+
+
+def test_source_revision_without_the_variable_is_a_commit_or_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KUBESCHED_REVISION", raising=False)
+    assert re.fullmatch(r"[0-9a-f]{40}|unknown", source_revision())
+
+
+def test_source_revision_without_git_is_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KUBESCHED_REVISION", raising=False)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert source_revision() == "unknown"
 
 
 def test_run_rejects_nonsense_flags_before_connecting() -> None:
@@ -43,3 +59,36 @@ def test_percentage_of_nodes_to_score_is_a_share() -> None:
     result = CliRunner().invoke(main, ["run", "--percentage-of-nodes-to-score", "101"])
     assert result.exit_code == 2
     assert "--percentage-of-nodes-to-score" in result.output and "0<=x<=100" in result.output
+
+
+def test_run_flags_default_to_the_settings_tree_defaults() -> None:
+    """Every flag of `kubesched run` sets one setting, and left alone gives that setting's default."""
+    parsed = run.make_context("run", []).params
+    assert set(parsed) == set(FLAGS)
+    assert RunSettings.from_flags(parsed) == RunSettings()
+    assert RunSettings().election.config("kubesched") is not None
+
+
+def test_run_flags_land_in_their_settings() -> None:
+    args = ["--kube-api-qps", "5", "--leader-elect=false", "--pod-max-backoff", "1m", "--log-format", "json"]
+    settings = RunSettings.from_flags(run.make_context("run", args).params)
+    assert settings.connection.qps == 5.0
+    assert settings.election.config(settings.scheduling.scheduler_name) is None
+    assert settings.scheduling.queue().max_backoff == 60.0
+    assert settings.observability.log_format == "json"
+    assert settings.connection.burst == RunSettings().connection.burst
+
+
+def test_lease_defaults_to_the_scheduler_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("POD_NAMESPACE", "sched")
+    args = ["--scheduler-name", "ks", "--leader-elect-renew-deadline", "8s"]
+    settings = RunSettings.from_flags(run.make_context("run", args).params)
+    config, again = settings.election.config("ks"), settings.election.config("ks")
+    assert config is not None and again is not None
+    assert (config.namespace, config.name, config.renew_deadline) == ("sched", "ks", 8.0)
+    assert config.identity and config.identity == again.identity  # drawn once per process
+
+
+def test_a_flag_without_a_setting_is_refused() -> None:
+    with pytest.raises(TypeError, match="no_such_flag"):
+        RunSettings.from_flags({"no_such_flag": 1})

@@ -53,7 +53,7 @@ class HeldBinder:
     def __init__(self) -> None:
         self.release = asyncio.Event()
 
-    async def bind(self, pod: Pod, node_name: str, extender: object = None) -> BindResult:
+    async def bind(self, pod: Pod, node_name: str, extender: object = None, **_: object) -> BindResult:
         await self.release.wait()
         return BindResult(BindOutcome.BOUND, "", 0.0)
 

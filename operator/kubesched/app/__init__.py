@@ -1,0 +1,1 @@
+"""Assembling the scheduler process: settings, Kopf wiring, start-up sync, shutdown."""

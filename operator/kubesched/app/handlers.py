@@ -5,45 +5,33 @@ Only `@on.event` handlers, all returning None: other handler kinds on pods would
 write annotations or finalizers onto every pod, and a returned value would be patched into
 `status`. They are `async` so that they run on the event loop, which owns the cache and the
 queue (Kopf runs plain functions in a thread pool). Pods and nodes, the busy streams, have
-watches of their own (informer.py); pods with kube-scheduler's non-terminal field selector.
+watches of their own (kube/informer.py); pods with kube-scheduler's non-terminal field selector.
+The kinds watched are listed in model/kinds.py; Kopf is given only those whose API group
+version the server serves (1.20 serves PodDisruptionBudgets as policy/v1beta1 only, 1.25+ as
+policy/v1 only), so that it has nothing to warn about at start-up.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Mapping, Sequence, Set
+from typing import Any
 
 import kopf
+import structlog
+from kubernetes_asyncio.client import ApiClient
 
-from kubesched.kube.client import LIST_PAGE
+from kubesched.kube.client import LIST_PAGE, request
+from kubesched.model.kinds import WATCHED_OBJECTS, WatchedKind
+from kubesched.policy.controller import PolicyController
 from kubesched.policy.store import API_GROUP, API_VERSION, PLURAL
 from kubesched.runtime.scheduler import Scheduler
 
-if TYPE_CHECKING:
-    from kubesched.policy.controller import PolicyController
-
-NON_TERMINAL_PODS = "status.phase!=Succeeded,status.phase!=Failed"
-
-# (group, version, plural, kind) of the objects some plugins read.
-WATCHED_OBJECTS = (
-    ("", "v1", "services", "Service"),
-    ("", "v1", "replicationcontrollers", "ReplicationController"),
-    ("apps", "v1", "replicasets", "ReplicaSet"),
-    ("apps", "v1", "statefulsets", "StatefulSet"),
-    ("", "v1", "persistentvolumes", "PersistentVolume"),
-    ("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim"),
-    ("storage.k8s.io", "v1", "storageclasses", "StorageClass"),
-    ("storage.k8s.io", "v1", "csinodes", "CSINode"),
-    # For preemption. Kubernetes 1.20 serves only v1beta1, 1.25+ only v1: each watch whose API is
-    # missing is skipped (Kopf warns once at start-up), and one PDB seen through both is one entry.
-    ("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget"),
-    ("policy", "v1beta1", "poddisruptionbudgets", "PodDisruptionBudget"),
-)
+log = structlog.get_logger(__name__)
 
 
 class _NoEssence(kopf.AnnotationsDiffBaseStorage):
     """Kopf builds every event's "essence" (a deep copy of the body) to diff it for change handlers;
-    with event handlers only, no diff is ever read: about a tenth of the event loop at 100 pods/s."""
+    with event handlers only, no diff is ever read, and the copy is pure waste on the event loop."""
 
     def build(
         self, *, body: kopf.Body, extra_fields: Iterable[kopf.FieldSpec] | None = None
@@ -59,8 +47,8 @@ def operator_settings() -> kopf.OperatorSettings:
     settings.posting.enabled = False  # our events are ours to post, with kube-scheduler's reasons
     # Resources are discovered once at start-up (the SchedulerPolicy CRD included); no CRD watch.
     settings.scanning.disabled = True
-    # Listings in pages, as ours are: at 5,000 nodes and 10,000 pods, one response per resource
-    # (nodes and pods were Kopf's then) took peak RSS from 286 to 446 MiB and stalled the loop 418 ms.
+    # Listings in pages, as ours are: one response per resource holds the whole listing in memory
+    # at once and parses it in one piece on the event loop.
     settings.watching.chunk_size = LIST_PAGE
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330
@@ -72,18 +60,57 @@ def operator_settings() -> kopf.OperatorSettings:
     return settings
 
 
+def served_group_versions(discovery: Any) -> frozenset[str]:
+    """The `group/version`s an APIGroupList (the reply to GET /apis) lists; ValueError if it is not one."""
+    groups = discovery.get("groups") if isinstance(discovery, Mapping) else None
+    if not isinstance(groups, list):
+        raise ValueError(f"not an APIGroupList: {str(discovery)[:200]}")
+    return frozenset(
+        str(version.get("groupVersion"))
+        for group in groups
+        if isinstance(group, Mapping)
+        for version in group.get("versions") or ()
+        if isinstance(version, Mapping)
+    )
+
+
+def kinds_served(kinds: Sequence[WatchedKind], group_versions: Set[str]) -> tuple[WatchedKind, ...]:
+    """The kinds of the core API, and the others whose group/version is in `group_versions`."""
+    return tuple(kind for kind in kinds if not kind.group or kind.api_version in group_versions)
+
+
+async def served_kinds(
+    api: ApiClient, kinds: Sequence[WatchedKind] = WATCHED_OBJECTS
+) -> tuple[WatchedKind, ...]:
+    """`kinds` but those whose API group version the server does not serve, found with one discovery
+    request; all of `kinds` when it fails (Kopf then warns about those it cannot resolve)."""
+    try:
+        status, body = await request(api, "GET", "/apis", timeout=10.0)
+        if status != 200:
+            raise RuntimeError(f"GET /apis answered {status}: {body}")
+        group_versions = served_group_versions(body)
+    except Exception as exc:
+        log.debug("api_discovery_failed", error=repr(exc), effect="every version of each kind is watched")
+        return tuple(kinds)
+    return kinds_served(kinds, group_versions)
+
+
 def build_registry(
-    scheduler: Scheduler, login: kopf.ConnectionInfo, policies: PolicyController | None = None
+    scheduler: Scheduler,
+    login: kopf.ConnectionInfo,
+    policies: PolicyController | None = None,
+    kinds: Sequence[WatchedKind] = WATCHED_OBJECTS,
 ) -> kopf.OperatorRegistry:
-    """The watches; SchedulerPolicies only with `policies` (None when their CRD is not installed)."""
+    """The watches of `kinds` (served_kinds picks those the server serves); SchedulerPolicies only
+    with `policies` (None when their CRD is not installed)."""
     registry = kopf.OperatorRegistry()
 
     @kopf.on.login(registry=registry)
     async def _login(**_: Any) -> kopf.ConnectionInfo:
         return login
 
-    for group, version, plural, kind in WATCHED_OBJECTS:
-        _watch_object(registry, scheduler, group, version, plural, kind)
+    for watched in kinds:
+        _watch_object(registry, scheduler, watched)
 
     if policies is not None:
 
@@ -94,11 +121,7 @@ def build_registry(
     return registry
 
 
-def _watch_object(
-    registry: kopf.OperatorRegistry, scheduler: Scheduler, group: str, version: str, plural: str, kind: str
-) -> None:
-    api_version = f"{group}/{version}" if group else version
-
-    @kopf.on.event(api_version, plural, registry=registry)
+def _watch_object(registry: kopf.OperatorRegistry, scheduler: Scheduler, watched: WatchedKind) -> None:
+    @kopf.on.event(watched.api_version, watched.plural, registry=registry)
     async def _object(event: kopf.RawEvent, **_: Any) -> None:
-        scheduler.on_object(kind, event.get("type"), event["object"])
+        scheduler.on_object(watched.kind, event.get("type"), event["object"])

@@ -1,4 +1,9 @@
-"""Reconciling the cache with a fresh listing: what a watch gap left behind.
+"""Listing a collection, and reconciling the cache with a fresh listing: what a watch gap left behind.
+
+A LIST comes in pages (`limit`, `continue`), all served from the snapshot of the first page's
+resourceVersion; each page is handed on in slices, so that a large cluster never holds the event
+loop for long. Nodes and pods are listed by their own watches (informer.py), the other kinds and
+the SchedulerPolicies by the start-up sync, the policy controller and `kubesched snapshot`.
 
 When a watch breaks for longer than etcd keeps history (`410 Gone`), Kopf lists again and
 replays what exists, but sends no DELETED for objects that vanished during the gap: a deleted
@@ -13,9 +18,68 @@ revisions, compared as integers; one that does not parse as one is never called 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+import asyncio
+from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
+
+from kubernetes_asyncio import client
+
+from kubesched.kube.client import LIST_PAGE, request
+
+SLICE: Final = 100  # objects handled between yields to the event loop: hundreds of nodes at once stall it
+
+
+class NotServed(RuntimeError):
+    """The API server does not serve this resource (e.g. policy/v1 on Kubernetes 1.20)."""
+
+
+async def list_all(api: client.ApiClient, path: str, **query: str) -> list[dict[str, Any]]:
+    """Every object at a collection path, page by page."""
+    return (await list_versioned(api, path, **query))[0]
+
+
+async def list_versioned(api: client.ApiClient, path: str, **query: str) -> tuple[list[dict[str, Any]], str]:
+    """Every object at a collection path and the resourceVersion of the listing (its first page:
+    later pages are served from the same snapshot)."""
+    items: list[dict[str, Any]] = []
+    version = ""
+    async for page, page_version in list_pages(api, path, **query):
+        items.extend(page)
+        version = version or page_version
+    return items, version
+
+
+async def list_pages(
+    api: client.ApiClient, path: str, **query: str
+) -> AsyncIterator[tuple[list[dict[str, Any]], str]]:
+    """The objects at a collection path a page at a time, each with the listing's resourceVersion:
+    a caller that handles each page as it comes holds one page, not the whole listing."""
+    token = ""
+    first = True
+    while True:
+        params: list[tuple[str, Any]] = [("limit", LIST_PAGE), *query.items()]
+        if token:
+            params.append(("continue", token))
+        status, body = await request(api, "GET", path, query=params, timeout=60)
+        if status == 404 and first:
+            raise NotServed(f"{path} is not served by this API server")
+        if status >= 300:
+            raise RuntimeError(f"listing {path} failed: {status} {body}")
+        first = False
+        meta = body.get("metadata") or {}
+        yield body.get("items") or [], str(meta.get("resourceVersion") or "")
+        token = meta.get("continue") or ""
+        if not token:
+            return
+
+
+async def feed_page(page: list[dict[str, Any]], handle: Callable[[dict[str, Any]], None]) -> None:
+    """Hand each object of a page to `handle`, letting the event loop run between slices."""
+    for start in range(0, len(page), SLICE):
+        for obj in page[start : start + SLICE]:
+            handle(obj)
+        await asyncio.sleep(0)
 
 
 @dataclass(frozen=True, slots=True)

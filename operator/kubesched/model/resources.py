@@ -62,14 +62,6 @@ class Resource:
             _merge(self.scalar, other.scalar, max),
         )
 
-    def is_zero(self) -> bool:
-        return (
-            self.milli_cpu == 0
-            and self.memory == 0
-            and self.ephemeral_storage == 0
-            and not any(self.scalar.values())
-        )
-
 
 ZERO = Resource()
 

@@ -27,10 +27,16 @@ NODE_SELECTOR_OPERATORS: Final = frozenset({IN, NOT_IN, EXISTS, DOES_NOT_EXIST, 
 NODE_FIELD_OPERATORS: Final = frozenset({IN, NOT_IN})
 
 _QNAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+# validation.IsDNS1123Subdomain's pattern (at most 253 characters besides).
+DNS1123_SUBDOMAIN: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 # strconv.ParseInt(s, 10, 64): optional sign, decimal digits only.
 _INT64 = re.compile(r"^[+-]?[0-9]+$")
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def is_dns1123_subdomain(value: str) -> bool:
+    """validation.IsDNS1123Subdomain: what names most objects, and prefixes label keys."""
+    return len(value) <= 253 and DNS1123_SUBDOMAIN.fullmatch(value) is not None
 
 
 class SelectorError(ValueError):
@@ -46,7 +52,7 @@ def _label_key_error(key: str) -> str | None:
         prefix, name = parts
         if not prefix:
             return f"invalid label key {key!r}: prefix part must be non-empty"
-        if len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix):
+        if not is_dns1123_subdomain(prefix):
             return f"invalid label key {key!r}: prefix part must be a lowercase RFC 1123 subdomain"
     else:
         name = parts[0]

@@ -12,21 +12,13 @@ from dataclasses import replace
 from typing import Any
 
 from kubesched.model.disruption import DisruptionBudget, budget_from_dict
+from kubesched.model.kinds import OBJECT_FIELDS
 from kubesched.model.nodeinfo import ClusterObjects, NodeInfo, Snapshot
 from kubesched.model.objects import Node, Pod
 from kubesched.model.table import NodeColumns, NodeUsage
 
 # ClusterObjects fields the watch handlers may fill, by the kind that feeds them.
-OBJECT_KINDS = {
-    "Service": "services",
-    "ReplicationController": "replication_controllers",
-    "ReplicaSet": "replica_sets",
-    "StatefulSet": "stateful_sets",
-    "PersistentVolume": "persistent_volumes",
-    "PersistentVolumeClaim": "persistent_volume_claims",
-    "StorageClass": "storage_classes",
-    "CSINode": "csi_nodes",
-}
+OBJECT_KINDS = OBJECT_FIELDS
 
 
 class SchedulerCache:

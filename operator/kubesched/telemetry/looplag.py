@@ -134,9 +134,9 @@ def stack_site(frame: Any, depth: int = 4) -> str:
 
 
 # The collector's defaults (700, 10, 10) run a full collection every few seconds under a watch
-# stream's churn, and each one scans every tracked object: 100-350 ms with every thread stopped, seen
-# at 1,000 nodes and 100 pods/s. Young collections of 10,000 objects stay short (under 10 ms) and
-# full ones come ten times rarer; what was listed at start-up is frozen out of them altogether.
+# stream's churn, and each one scans every tracked object with every thread stopped. Young
+# collections of 10,000 objects stay short and full ones come ten times rarer; what was listed at
+# start-up is frozen out of them altogether.
 GC_THRESHOLDS = (10_000, 10, 100)
 
 
@@ -147,5 +147,5 @@ def tune_gc() -> None:
 def freeze_long_lived() -> None:
     """After the initial sync: what exists now (modules, the cache as listed) lives on, so it leaves
     the collector's generations and no later collection scans it again. No collection first: one
-    over the whole start-up state would itself stop the loop for about 150 ms, to free little."""
+    over the whole start-up state would itself be a long pause of the loop, to free little."""
     gc.freeze()

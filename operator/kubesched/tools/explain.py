@@ -25,15 +25,17 @@ from typing import Any
 
 from kubernetes_asyncio import client
 
-from kubesched.algorithm.extenders import ExtenderError, run_filters
-from kubesched.algorithm.generic import Algorithm, FitError, priority_scores
+from kubesched.algorithm.extenders import ExtenderError, TransportFactory, run_filters
+from kubesched.algorithm.generic import Algorithm, FitError, node_failures, priority_scores
 from kubesched.kube.client import api_client, request
+from kubesched.kube.extender_transport import HTTPTransport
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod, pod_from_dict
-from kubesched.plugins.framework import SKIP, Reject
-from kubesched.plugins.node_validity.filtering import ERR_REASON_INVALID_NODE
-from kubesched.policy.compile import compile_policy, default_algorithm, load_policy_file
+from kubesched.plugins.node_validity import ValidNode
+from kubesched.policy.compile import compile_policy, default_algorithm
+from kubesched.policy.files import load_policy_file
 from kubesched.tools.snapshot import ClusterState, read_cluster
+from kubesched.tools.table import table
 
 EXTENDERS = "extenders"
 
@@ -104,17 +106,12 @@ def _filter_reasons(
     feasible: list[NodeInfo] = []
     rejected: list[Rejection] = []
     for node in snapshot.nodes:
-        if node.node.parse_error is not None:
-            rejected.append(
-                Rejection(node.name, (("node", f"{ERR_REASON_INVALID_NODE}: {node.node.parse_error}"),))
-            )
-            continue
         reasons: list[tuple[str, str]] = []
-        for predicate, state in states:
-            if state is SKIP:
-                continue
-            found = state.reasons if isinstance(state, Reject) else predicate.filter(pod, state, node)
-            reasons.extend((predicate.name, reason) for reason in found)
+        for predicate, found in node_failures(pod, states, node):
+            if isinstance(predicate, ValidNode):  # say what exactly is wrong with the node
+                reasons.extend(("node", f"{reason}: {node.node.parse_error}") for reason in found)
+            else:
+                reasons.extend((predicate.name, reason) for reason in found)
         if reasons:
             rejected.append(Rejection(node.name, tuple(reasons)))
         else:
@@ -223,11 +220,6 @@ def render_json(explanation: Explanation) -> str:
     return json.dumps(explanation.as_dict(), indent=2)
 
 
-def _table(rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
-
-
 def render_table(explanation: Explanation) -> str:
     e = explanation
     lines = [
@@ -241,7 +233,7 @@ def render_table(explanation: Explanation) -> str:
         for rejection in e.rejected:
             for i, (by, reason) in enumerate(rejection.reasons):
                 rows.append([rejection.node if i == 0 else "", by, reason])
-        lines += _table(rows)
+        lines += table(rows)
     if e.feasible:
         lines += ["", f"FEASIBLE ({len(e.feasible)}), best first"]
         rows = [["RANK", "NODE", "TOTAL", "PRIORITY", "SCORE", "WEIGHT", "WEIGHTED"]]
@@ -254,7 +246,7 @@ def render_table(explanation: Explanation) -> str:
             for i, (name, score, weight, weighted) in enumerate(entries):
                 head = [str(rank), node.node, str(node.total)] if i == 0 else ["", "", ""]
                 rows.append([*head, name, score, weight, weighted])
-        lines += _table(rows)
+        lines += table(rows)
     return "\n".join(lines)
 
 
@@ -271,20 +263,24 @@ async def get_pod(api: client.ApiClient, namespace: str, name: str) -> dict[str,
 
 
 def algorithm_for(
-    scheduler_name: str, policies: Sequence[Mapping[str, Any]] | None, policy_file: Path | None
+    scheduler_name: str,
+    policies: Sequence[Mapping[str, Any]] | None,
+    policy_file: Path | None,
+    transport: TransportFactory | None = HTTPTransport,
 ) -> tuple[Algorithm, str]:
-    """The policy the scheduler runs for `scheduler_name`, and where it comes from."""
+    """The policy the scheduler runs for `scheduler_name`, and where it comes from; its extenders
+    are called through `transport` (by default over HTTP, as the scheduler calls them)."""
     if policies:
         from kubesched.policy.store import PolicyStore
 
-        store = PolicyStore(scheduler_name)
+        store = PolicyStore(scheduler_name, transport)
         for raw in policies:
             store.upsert(raw)
         active = store.active().get(scheduler_name)
         if active is not None:
             return active.algorithm, f"SchedulerPolicy {active.policy} (generation {active.generation})"
     if policy_file is not None:
-        return compile_policy(load_policy_file(policy_file)), str(policy_file)
+        return compile_policy(load_policy_file(policy_file), transport=transport), str(policy_file)
     return default_algorithm(), "built-in default (kube-scheduler 1.20)"
 
 

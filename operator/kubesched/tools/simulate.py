@@ -36,7 +36,10 @@ from typing import Any, Final
 
 import yaml
 
+from kubesched.algorithm.batch import schedule_batch
+from kubesched.algorithm.extenders import TransportFactory
 from kubesched.algorithm.generic import Algorithm, FitError, ScheduleResult
+from kubesched.kube.extender_transport import HTTPTransport
 from kubesched.model.nodeinfo import Snapshot
 from kubesched.model.objects import Pod, pod_from_dict
 from kubesched.model.selectors import (
@@ -52,8 +55,8 @@ from kubesched.model.selectors import (
 )
 from kubesched.policy.compile import PolicyError, compile_policy
 from kubesched.policy.store import KIND, compile_spec
-from kubesched.runtime.scheduler import schedule_batch
 from kubesched.tools.snapshot import STDIO, ClusterState
+from kubesched.tools.table import table
 
 PENDING: Final = "pending"
 REPLAY: Final = "replay"
@@ -71,9 +74,12 @@ class SimulateError(ValueError):
 # ----------------------------------------------------------------------------------------- input
 
 
-def read_candidate(path: str, default_scheduler_name: str) -> tuple[str, Algorithm]:
+def read_candidate(
+    path: str, default_scheduler_name: str, transport: TransportFactory | None = HTTPTransport
+) -> tuple[str, Algorithm]:
     """The scheduler name and compiled algorithm of a SchedulerPolicy manifest or a legacy Policy
-    file (`-` or /dev/stdin: standard input); raises PolicyError naming what is wrong."""
+    file (`-` or /dev/stdin: standard input), its extenders called through `transport`; raises
+    PolicyError naming what is wrong."""
     try:
         text = sys.stdin.read() if path in STDIO else Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -87,11 +93,11 @@ def read_candidate(path: str, default_scheduler_name: str) -> tuple[str, Algorit
     if document.get("kind") == KIND:
         spec = document.get("spec")
         try:
-            return compile_spec(spec, default_scheduler_name)
+            return compile_spec(spec, default_scheduler_name, transport)
         except PolicyError as exc:
             raise PolicyError(f"{path}: {exc.field}", exc.message) from exc
     try:
-        return default_scheduler_name, compile_policy(document)
+        return default_scheduler_name, compile_policy(document, transport=transport)
     except PolicyError as exc:
         raise PolicyError(f"{path}: {exc.field}", exc.message) from exc
 
@@ -373,11 +379,6 @@ def _percent(value: float) -> str:
     return f"{100 * value:.1f}%"
 
 
-def _table(rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
-
-
 def render_table(simulation: Simulation) -> str:
     s = simulation
     what = "bound pod(s) replayed" if s.mode == REPLAY else "pending pod(s) placed"
@@ -410,19 +411,19 @@ def render_table(simulation: Simulation) -> str:
                     f"{_percent(a.low)}..{_percent(a.high)}",
                 ]
             )
-        lines += ["", *_table(rows)]
+        lines += ["", *table(rows)]
     if s.moved:
         rows = [["POD", "CURRENT", "CANDIDATE"]]
         rows += [[p.pod, p.current or "", p.candidate or ""] for p in s.moved]
-        lines += ["", f"MOVED ({len(s.moved)})", *_table(rows)]
+        lines += ["", f"MOVED ({len(s.moved)})", *table(rows)]
     if s.newly_unschedulable:
         rows = [["POD", "CURRENT", "WHY NOT UNDER THE CANDIDATE"]]
         rows += [[p.pod, p.current or "", p.candidate_reason] for p in s.newly_unschedulable]
-        lines += ["", f"NEWLY UNSCHEDULABLE ({len(s.newly_unschedulable)})", *_table(rows)]
+        lines += ["", f"NEWLY UNSCHEDULABLE ({len(s.newly_unschedulable)})", *table(rows)]
     if s.newly_schedulable:
         rows = [["POD", "CANDIDATE", "WHY NOT NOW"]]
         rows += [[p.pod, p.candidate or "", p.current_reason] for p in s.newly_schedulable]
-        lines += ["", f"NEWLY SCHEDULABLE ({len(s.newly_schedulable)})", *_table(rows)]
+        lines += ["", f"NEWLY SCHEDULABLE ({len(s.newly_schedulable)})", *table(rows)]
     return "\n".join(lines)
 
 

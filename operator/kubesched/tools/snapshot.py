@@ -25,20 +25,18 @@ from typing import Any, Final
 import yaml
 from kubernetes_asyncio import client
 
-from kubesched.app.handlers import NON_TERMINAL_PODS, WATCHED_OBJECTS
-from kubesched.app.startup import NotServed, collection_path, list_all
 from kubesched.kube.client import request
 from kubesched.kube.events import now_rfc3339
+from kubesched.kube.listing import NotServed, list_all
+from kubesched.model.kinds import BUDGET_KIND, NODES, OBJECT_FIELDS, OBJECT_KIND_NAMES, PODS, WATCHED_OBJECTS
 from kubesched.model.objects import node_from_dict, pod_from_dict
 from kubesched.policy.store import API_GROUP, API_VERSION, PLURAL
-from kubesched.runtime.cache import OBJECT_KINDS, SchedulerCache
+from kubesched.runtime.cache import SchedulerCache
 
 SNAPSHOT_API_VERSION: Final = f"{API_GROUP}/{API_VERSION}"
 SNAPSHOT_KIND: Final = "ClusterSnapshot"
 FORMAT_VERSION: Final = 1
 STDIO: Final = ("-", "/dev/stdin", "/dev/stdout")
-KINDS: Final = frozenset(kind for *_, kind in WATCHED_OBJECTS)
-BUDGET_KIND: Final = "PodDisruptionBudget"
 
 
 class SnapshotError(ValueError):
@@ -62,7 +60,7 @@ class ClusterState:
         cache = SchedulerCache()
         for kind, items in self.objects.items():
             for obj in items:
-                if kind in OBJECT_KINDS:
+                if kind in OBJECT_FIELDS:
                     cache.set_object(kind, object_key(obj), obj)
                 elif kind == BUDGET_KIND:
                     cache.set_budget(object_key(obj), obj)
@@ -109,7 +107,7 @@ class ClusterState:
         raw_objects = document.get("objects") or {}
         if not isinstance(raw_objects, Mapping):
             raise SnapshotError("objects: must be an object of lists by kind")
-        unknown = sorted(set(raw_objects) - KINDS)
+        unknown = sorted(set(raw_objects) - OBJECT_KIND_NAMES)
         if unknown:
             raise SnapshotError(f"objects: unknown kind(s) {', '.join(unknown)}")
         objects = {kind: _objects(raw_objects, kind) for kind in raw_objects}
@@ -163,16 +161,16 @@ async def scheduler_policies(api: client.ApiClient) -> list[dict[str, Any]] | No
 async def read_cluster(api: client.ApiClient) -> ClusterState:
     """The start-up sync's LISTs (objects, nodes, non-terminal pods) and the SchedulerPolicies."""
     objects: dict[str, dict[str, dict[str, Any]]] = {}
-    for group, version, plural, kind in WATCHED_OBJECTS:
+    for watched in WATCHED_OBJECTS:
         try:
-            listed = await list_all(api, collection_path(group, version, plural))
+            listed = await list_all(api, watched.path, **watched.query)
         except NotServed:
             continue  # e.g. policy/v1 on Kubernetes 1.20
-        found = objects.setdefault(kind, {})
+        found = objects.setdefault(watched.kind, {})
         for obj in listed:  # a kind served in two versions is one set of objects
             found.setdefault(object_key(obj), obj)
-    nodes = await list_all(api, "/api/v1/nodes")
-    pods = await list_all(api, "/api/v1/pods", fieldSelector=NON_TERMINAL_PODS)
+    nodes = await list_all(api, NODES.path, **NODES.query)
+    pods = await list_all(api, PODS.path, **PODS.query)
     policies = await scheduler_policies(api)
     source = str(getattr(api.configuration, "host", "") or "")
     by_kind = {kind: list(found.values()) for kind, found in objects.items()}

@@ -1,0 +1,80 @@
+"""The kinds of object the scheduler lists and watches: one table.
+
+Nodes and pods, the busy streams, have watches of their own (kube/informer.py). The other kinds
+are read by some plugins: Kopf watches them, the start-up sync and `kubesched snapshot save` list
+them, and the cache keeps each in one field of `ClusterObjects`, except PodDisruptionBudgets,
+which it keeps parsed for preemption. Adding a kind is one row here and one field there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+# kube-scheduler's field selector for pods: the cache needs every running pod to account for node usage.
+NON_TERMINAL_PODS: Final = "status.phase!=Succeeded,status.phase!=Failed"
+BUDGET_KIND: Final = "PodDisruptionBudget"
+
+
+@dataclass(frozen=True, slots=True)
+class WatchedKind:
+    """One API resource the scheduler lists and watches, across all namespaces."""
+
+    kind: str
+    group: str  # "" for the core API
+    version: str
+    plural: str
+    namespaced: bool
+    field: str | None = None  # the ClusterObjects field it fills; None: kept otherwise
+    field_selector: str = ""  # server-side filter of its listings and watches
+
+    @property
+    def api_version(self) -> str:
+        """`group/version`, or `version` for the core API."""
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def path(self) -> str:
+        """The collection's path."""
+        return (
+            f"/apis/{self.group}/{self.version}/{self.plural}"
+            if self.group
+            else f"/api/{self.version}/{self.plural}"
+        )
+
+    @property
+    def query(self) -> dict[str, str]:
+        """The query parameters of its listings and watches."""
+        return {"fieldSelector": self.field_selector} if self.field_selector else {}
+
+
+NODES: Final = WatchedKind("Node", "", "v1", "nodes", namespaced=False)
+PODS: Final = WatchedKind("Pod", "", "v1", "pods", namespaced=True, field_selector=NON_TERMINAL_PODS)
+
+# The objects some plugins read, in the order the start-up sync lists them.
+WATCHED_OBJECTS: Final[tuple[WatchedKind, ...]] = (
+    # kind, group, version, plural, namespaced, ClusterObjects field
+    WatchedKind("Service", "", "v1", "services", True, "services"),
+    WatchedKind("ReplicationController", "", "v1", "replicationcontrollers", True, "replication_controllers"),
+    WatchedKind("ReplicaSet", "apps", "v1", "replicasets", True, "replica_sets"),
+    WatchedKind("StatefulSet", "apps", "v1", "statefulsets", True, "stateful_sets"),
+    WatchedKind("PersistentVolume", "", "v1", "persistentvolumes", False, "persistent_volumes"),
+    WatchedKind(
+        "PersistentVolumeClaim", "", "v1", "persistentvolumeclaims", True, "persistent_volume_claims"
+    ),
+    WatchedKind("StorageClass", "storage.k8s.io", "v1", "storageclasses", False, "storage_classes"),
+    WatchedKind("CSINode", "storage.k8s.io", "v1", "csinodes", False, "csi_nodes"),
+    # For preemption. Kubernetes 1.20 serves only v1beta1, 1.25+ only v1: Kopf watches only the
+    # versions the server serves (app/handlers.py's served_kinds), the start-up sync skips the
+    # others, and one PDB seen through both is one entry.
+    WatchedKind(BUDGET_KIND, "policy", "v1", "poddisruptionbudgets", True),
+    WatchedKind(BUDGET_KIND, "policy", "v1beta1", "poddisruptionbudgets", True),
+)
+
+# The kinds of WATCHED_OBJECTS (a kind served in two versions is one kind).
+OBJECT_KIND_NAMES: Final = frozenset(watched.kind for watched in WATCHED_OBJECTS)
+# ClusterObjects field by the kind that fills it.
+OBJECT_FIELDS: Final[Mapping[str, str]] = {
+    watched.kind: watched.field for watched in WATCHED_OBJECTS if watched.field is not None
+}
