@@ -31,6 +31,12 @@ venv: $(STAMP)
 k8s:
 	bash hack/build-kubernetes.sh >/dev/null
 
+# promtool checks the monitoring kit's alert rules and dashboard queries (tests/unit/test_monitoring_kit.py);
+# Debian ships it in the prometheus package, with a server the tests do not use (systemd hosts start it).
+.PHONY: promtool
+promtool:
+	@command -v promtool >/dev/null || (apt-get update && apt-get install -y --no-install-recommends prometheus)
+
 lint: venv
 	$(BIN)/ruff check operator hack tests bench
 	$(BIN)/ruff format --check operator hack tests bench
@@ -43,10 +49,10 @@ fmt: venv
 test-unit: venv
 	$(BIN)/pytest tests/unit -q $(PYTEST_ARGS)
 
-test-integration: venv k8s
+test-integration: venv k8s promtool
 	$(BIN)/pytest tests/integration tests/e2e -q $(PYTEST_ARGS)
 
-test: venv k8s lint
+test: venv k8s promtool lint
 	$(BIN)/pytest tests -q -m "not slow" --durations=15 $(PYTEST_ARGS)
 
 # Everything, the long variants marked `slow` included (failover with kube-scheduler's 15/10/2 s timings,

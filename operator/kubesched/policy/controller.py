@@ -14,24 +14,22 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import structlog
 from kubernetes_asyncio import client
 
-from kubesched.app.startup import list_all
-from kubesched.kube.client import request
+from kubesched.kube.client import MERGE_PATCH, request
 from kubesched.kube.events import now_rfc3339
+from kubesched.kube.listing import list_all
+from kubesched.policy.shadow import ShadowRunner
 from kubesched.policy.store import API_GROUP, API_VERSION, KIND, PLURAL, AcceptedGeneration, PolicyStore
 from kubesched.runtime.scheduler import Scheduler
-
-if TYPE_CHECKING:
-    from kubesched.policy.shadow import ShadowRunner
+from kubesched.telemetry import metrics
 
 log = structlog.get_logger(__name__)
 
 POLICIES_PATH: Final = f"/apis/{API_GROUP}/{API_VERSION}/{PLURAL}"
-MERGE_PATCH: Final = "application/merge-patch+json"
 STATUS_RETRY_SECONDS: Final = 5.0
 
 
@@ -162,6 +160,8 @@ class PolicyController:
     def _upsert(self, raw: Mapping[str, Any]) -> None:
         known = self.store.is_current(raw)
         error = self.store.upsert(raw)
+        if not known:
+            metrics.POLICY_RELOADS.labels("accepted" if error is None else "invalid").inc()
         if error is not None and not known:
             meta = raw.get("metadata") or {}
             log.warning(

@@ -23,12 +23,13 @@ The rules:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from kubesched.algorithm.extenders import TransportFactory
 from kubesched.algorithm.generic import Algorithm
+from kubesched.model.selectors import is_dns1123_subdomain
 from kubesched.policy.compile import PolicyError, compile_policy
 
 API_GROUP: Final = "kubesched.io"
@@ -57,7 +58,6 @@ NOT_ACCEPTED: Final = "NotAccepted"
 SHADOW: Final = "Shadow"
 
 _LEGACY_HEADER: Final = ("kind", "apiVersion")
-_DNS_SUBDOMAIN: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,8 +131,11 @@ def policy_mode(spec: Mapping[str, Any]) -> PolicyMode:
     return PolicyMode(mode == SHADOW_MODE, float(rate))
 
 
-def compile_spec(spec: Any, default_scheduler_name: str) -> tuple[str, Algorithm]:
-    """The scheduler name a spec drives and its algorithm; raises PolicyError with a `spec.` field path."""
+def compile_spec(
+    spec: Any, default_scheduler_name: str, transport: TransportFactory | None = None
+) -> tuple[str, Algorithm]:
+    """The scheduler name a spec drives and its algorithm, its extenders called through `transport`;
+    raises PolicyError with a `spec.` field path."""
     if not isinstance(spec, Mapping):
         raise PolicyError("spec", f"must be an object, got {type(spec).__name__}")
     policy_mode(spec)
@@ -145,7 +148,7 @@ def compile_spec(spec: Any, default_scheduler_name: str) -> tuple[str, Algorithm
             f"spec.{SCHEDULER_NAME_FIELD}", f"must be a non-empty string, got {scheduler_name!r}"
         )
     try:
-        algorithm = compile_policy(body)
+        algorithm = compile_policy(body, transport=transport)
     except PolicyError as exc:
         raise PolicyError(f"spec.{exc.field}", exc.message) from exc
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
@@ -188,7 +191,7 @@ def merge_patch(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any
 
 def is_object_name(name: str) -> bool:
     """Whether `name` can name a cluster-scoped object (an RFC 1123 subdomain)."""
-    return len(name) <= 253 and _DNS_SUBDOMAIN.fullmatch(name) is not None
+    return is_dns1123_subdomain(name)
 
 
 def policy_manifest(
@@ -208,10 +211,14 @@ def policy_manifest(
 
 
 class PolicyStore:
-    """Every SchedulerPolicy this replica has seen, compiled, and which one drives each scheduler name."""
+    """Every SchedulerPolicy this replica has seen, compiled, and which one drives each scheduler name.
 
-    def __init__(self, default_scheduler_name: str) -> None:
+    `transport` makes the transports of the policies' extenders (None: they cannot be called).
+    """
+
+    def __init__(self, default_scheduler_name: str, transport: TransportFactory | None = None) -> None:
         self.default_scheduler_name = default_scheduler_name
+        self._transport = transport
         self._entries: dict[str, _Entry] = {}
 
     def upsert(self, raw: Mapping[str, Any]) -> PolicyError | None:
@@ -226,7 +233,7 @@ class PolicyStore:
             old.accepted = self._accepted_from_status(obj, old.accepted)
             return old.error
         try:
-            scheduler_name, algorithm = compile_spec(obj.spec, self.default_scheduler_name)
+            scheduler_name, algorithm = compile_spec(obj.spec, self.default_scheduler_name, self._transport)
         except PolicyError as exc:
             previous = old.accepted if old is not None else None
             self._entries[obj.name] = _Entry(obj, exc, self._accepted_from_status(obj, previous))
@@ -266,6 +273,10 @@ class PolicyStore:
 
     def names(self) -> list[str]:
         return sorted(self._entries)
+
+    def acceptance(self) -> dict[str, bool]:
+        """Policy name -> whether its current generation is valid (its Accepted condition)."""
+        return {name: entry.error is None for name, entry in self._entries.items()}
 
     def active(self) -> dict[str, AcceptedGeneration]:
         """scheduler name -> the accepted generation that drives it (the oldest policy's)."""
@@ -316,7 +327,7 @@ class PolicyStore:
         if known is not None and known.generation >= generation:
             return known
         try:
-            scheduler_name, algorithm = compile_spec(spec, self.default_scheduler_name)
+            scheduler_name, algorithm = compile_spec(spec, self.default_scheduler_name, self._transport)
         except PolicyError:
             return known  # e.g. written by a version that knew a priority this one does not
         return AcceptedGeneration(obj.name, generation, spec, scheduler_name, algorithm, policy_mode(spec))
