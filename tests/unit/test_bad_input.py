@@ -159,7 +159,7 @@ class Recording:
     def unschedulable(self, pod: Pod, message: str) -> None:
         self.messages[pod.uid] = message
 
-    async def bind(self, pod: Pod, node_name: str, extender: object = None) -> BindResult:
+    async def bind(self, pod: Pod, node_name: str, extender: object = None, **_: object) -> BindResult:
         self.bound[pod.uid] = node_name
         return BindResult(BindOutcome.BOUND, "", 0.0)
 

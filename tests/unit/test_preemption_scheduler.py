@@ -48,7 +48,9 @@ class FakeBinder:
     def __init__(self) -> None:
         self.bound: list[tuple[str, str]] = []
 
-    async def bind(self, pod: Pod, node_name: str, extender: Any = None) -> tuple[BindOutcome, str, float]:
+    async def bind(
+        self, pod: Pod, node_name: str, extender: Any = None, **_: object
+    ) -> tuple[BindOutcome, str, float]:
         self.bound.append((pod.name, node_name))
         return BindOutcome.BOUND, "", 0.0
 

@@ -37,7 +37,9 @@ class TurnRecordingBinder:
         self.turns = turns
         self.started_on: list[int] = []
 
-    async def bind(self, pod: Pod, node_name: str, extender: Any = None) -> tuple[BindOutcome, str, float]:
+    async def bind(
+        self, pod: Pod, node_name: str, extender: Any = None, **_: object
+    ) -> tuple[BindOutcome, str, float]:
         self.started_on.append(self.turns.count)
         return BindOutcome.BOUND, "", 0.0
 

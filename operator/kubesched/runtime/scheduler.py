@@ -2,7 +2,8 @@
 
 Watch handlers feed `on_pod`, `on_node` and `on_object`; they only touch the cache and the
 queue, both of which live on the event loop. The algorithm sees an immutable snapshot in an
-executor thread, a small batch of pods at a time, so the loop never stalls on it.
+executor thread, a small batch of pods at a time (kubesched.algorithm.batch), so the loop never
+stalls on it.
 
 One scheduler serves several profiles: a scheduler name -> Algorithm mapping. Its own name
 (`SchedulerSettings.name`) always exists and runs the base algorithm (built-in default or
@@ -15,43 +16,39 @@ leave the queue and stay pending, untouched: no scheduler of ours serves them an
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
 import random
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import structlog
 
-from kubesched.algorithm import preemption
+from kubesched.algorithm.batch import Observer, Outcome, schedule_batch
 from kubesched.algorithm.generic import Algorithm, FitError, ScheduleResult
 from kubesched.algorithm.preemption import Preemption, PreemptionOutcome
-from kubesched.kube import volumes as volumebinder
-from kubesched.kube.binding import Binder, BindOutcome
+from kubesched.algorithm.volume_reserve import PodVolumes, ScheduledWithVolumes
+from kubesched.kube.binding import Binder, BindOutcome, BindResult
 from kubesched.kube.events import NORMAL, SCHEDULED, Recorder, scheduled_message
 from kubesched.kube.eviction import Evictor
 from kubesched.kube.listing import Listing, stale
-from kubesched.kube.volumes import PodVolumes, ScheduledWithVolumes
-from kubesched.model.disruption import DisruptionBudget
-from kubesched.model.nodeinfo import Snapshot
 from kubesched.model.objects import Node, Pod, node_from_dict, pod_from_dict
+from kubesched.plugins.registry import REQUEUE_KINDS
+from kubesched.runtime.bind_gate import BindGate
 from kubesched.runtime.cache import OBJECT_KINDS, SchedulerCache
-from kubesched.runtime.nominator import Nominator, with_nominated
+from kubesched.runtime.nominator import Nominator
 from kubesched.runtime.queue import QueuedPod, SchedulingQueue
+from kubesched.runtime.volumes import assume_in_cache, forget_in_cache
 from kubesched.telemetry import metrics
 
 log = structlog.get_logger(__name__)
 
-Outcome = ScheduleResult | FitError | Exception
 TERMINAL_PHASES = ("Succeeded", "Failed")
 APPLY_SLICE = 8  # decisions applied (assumed, binds started) per turn of the loop
-# Called after each decision with the pod, its algorithm, the snapshot and start index it saw (shadows).
-Observer = Callable[[Pod, Algorithm, Snapshot, int, Outcome], None]
 # Objects whose change may help an unschedulable pod (1.20's PvAdd, StorageClassAdd, CSINodeAdd...).
-_MOVING_KINDS = ("PersistentVolume", "PersistentVolumeClaim", "Service", "StorageClass", "CSINode")
+_MOVING_KINDS = REQUEUE_KINDS  # what the predicates declare in `requeue_on`
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,76 +57,6 @@ class SchedulerSettings:
     batch_size: int = 32
     bind_concurrency: int = 64
     seed: int | None = None
-
-
-def schedule_batch(
-    profiles: Mapping[str, Algorithm],
-    pods: Sequence[Pod],
-    snapshot: Snapshot,
-    rng: random.Random,
-    start: int,
-    observe: Observer | None = None,
-    *,
-    nominated: Mapping[str, tuple[Pod, str]] | None = None,
-    budgets: Sequence[DisruptionBudget] = (),
-) -> tuple[list[Outcome], int]:
-    """Schedule pods one after another, each with its profile's algorithm and each decision applied
-    to the snapshot the next one sees.
-
-    Runs in the executor. A bug hit by one pod is returned as its outcome, not raised, so the
-    other pods of the batch and the loop carry on. `observe` sees every decision with the very
-    snapshot it was made on (shadow policies); it must not raise.
-
-    Each pod sees the pods `nominated` to nodes with a priority >= its own in their place; a
-    pod no node fits may preempt (`budgets`: the PodDisruptionBudgets), and is then nominated
-    for the next pods of the batch too.
-    """
-    outcomes: list[Outcome] = []
-    nominated = dict(nominated or {})
-    for pod in pods:
-        view = with_nominated(snapshot, pod, nominated) if nominated else snapshot
-        seen, began = view, start
-        algorithm = profiles[pod.scheduler_name]
-        try:
-            result = algorithm.schedule(pod, view, rng, start)
-        except FitError as exc:
-            try:
-                nominee = nominated.get(pod.uid, (pod, pod.nominated_node_name))[1]
-                outcome = preemption.attempt(
-                    exc, view, algorithm.predicates, budgets, rng, nominee, algorithm.extenders
-                )
-            except Exception as bug:
-                outcomes.append(bug)
-            else:
-                if isinstance(outcome, PreemptionOutcome) and outcome.preemption.node_name:
-                    nominated[pod.uid] = (pod, outcome.preemption.node_name)
-                outcomes.append(outcome)
-        except Exception as exc:  # a bug
-            outcomes.append(exc)
-        else:
-            nominated.pop(pod.uid, None)
-            start = result.next_start_index
-            reserved, snapshot = _reserve(pod, algorithm, result, snapshot)
-            outcomes.append(reserved)
-        if observe is not None:
-            observe(pod, profiles[pod.scheduler_name], seen, began, outcomes[-1])
-    return outcomes, start
-
-
-def _reserve(
-    pod: Pod, algorithm: Algorithm, result: ScheduleResult, snapshot: Snapshot
-) -> tuple[Outcome, Snapshot]:
-    """The snapshot with `pod` on its node and the PVs it binds there taken (VolumeBinding Reserve,
-    which runs where CheckVolumeBinding does)."""
-    info = snapshot.get(result.node_name) if pod.volumes and volumebinder.binds_volumes(algorithm) else None
-    try:
-        volumes = volumebinder.assume_pod_volumes(pod, snapshot.objects, info) if info else None
-    except Exception as exc:  # VolumeBindingError, or a bug: the pod is not placed
-        return exc, snapshot
-    snapshot = snapshot.with_pod_on(pod, result.node_name)
-    if volumes is None:
-        return result, snapshot
-    return volumebinder.with_volumes(result, volumes), dataclasses.replace(snapshot, objects=volumes.objects)
 
 
 class Scheduler:
@@ -144,6 +71,7 @@ class Scheduler:
         queue: SchedulingQueue | None = None,
         executor: Executor | None = None,
         evictor: Evictor | None = None,
+        gate: BindGate | None = None,
     ) -> None:
         self.settings = settings
         self.base_algorithm = algorithm
@@ -160,6 +88,9 @@ class Scheduler:
         self._start_index = 0
         self._bind_slots = asyncio.Semaphore(settings.bind_concurrency)
         self._binds: set[asyncio.Task[None]] = set()
+        # Closed while the API server is unreachable (binds wait, their pods still assumed). The
+        # probe is looked up when first needed: the binders of some tests have none.
+        self._gate = gate or BindGate(lambda: self._binder.answers())
         self._term_lock = asyncio.Lock()
         self._stopping = False  # shutdown: binds not yet sent are not sent
         self._log = log.bind(profile=settings.name)
@@ -333,13 +264,14 @@ class Scheduler:
                 self._apply(entry, outcome, per_pod)
                 if done % APPLY_SLICE == 0 and done < len(batch):
                     # The binds created so far send their requests before the next ones are made:
-                    # a whole batch at once kept the loop busy for 40-70 ms at 5,000 nodes.
+                    # a whole batch at once holds the loop for as long as all its binds take to start.
                     await asyncio.sleep(0)
 
     async def drain(self, grace: float = 10.0) -> None:
         """Stop taking pods and let the binds in flight finish."""
         self.queue.close()
         self._stopping = True
+        self._gate.reset()  # binds held at the gate give up now rather than when the grace runs out
         loop = asyncio.get_running_loop()
         deadline = loop.time() + grace
         # Again while new ones appear: a batch still in the executor when the queue closed adds some.
@@ -369,6 +301,7 @@ class Scheduler:
         binds = list(self._binds)
         for task in binds:
             task.cancel()
+        self._gate.reset()  # after the cancels, so that no bind held there sends anything
         if binds:
             await asyncio.wait(binds)
 
@@ -385,7 +318,7 @@ class Scheduler:
             self.cache.assume(pod, outcome.node_name)
             volumes = outcome.volumes if isinstance(outcome, ScheduledWithVolumes) else None
             if volumes is not None:
-                volumebinder.assume_in_cache(self.cache, volumes)
+                assume_in_cache(self.cache, volumes)
             self.nominator.remove(pod.uid)
             metrics.SCHEDULE_ATTEMPTS.labels("scheduled", profile).inc()
             metrics.ATTEMPT_DURATION.labels("scheduled", profile).observe(duration)
@@ -412,33 +345,42 @@ class Scheduler:
     async def _bind(self, entry: QueuedPod, node_name: str, volumes: PodVolumes | None = None) -> None:
         pod = entry.pod
         self._in_flight.add(pod.uid)
+        unanswered: float | None = None  # when a request got no reply: it may have landed all the same
         try:
             async with self._bind_slots:
-                if self._stopping:  # waited for a slot while the loop ran ahead: the next leader's
-                    self._forget(pod, volumes)
-                    self.queue.backoff(entry)
-                    return
-                if self.cache.node_info(node_name) is None:  # deleted since the decision: look again
-                    self._log.info("bind_node_gone", pod=pod.key, node=node_name)
-                    self._forget(pod, volumes)
-                    self.queue.backoff(entry)
-                    return
-                if volumes is not None:  # PreBind: the volumes first, as VolumeBinding does
-                    failure = await self._binder.bind_volumes(pod, volumes, lambda: entry.gone)
-                    if failure is not None:
-                        self._log.warning("volume_binding_failed", pod=pod.key, node=node_name, error=failure)
+                while True:
+                    # Closed while the API server is unreachable: the bind waits, its pod assumed (one
+                    # task per decision, so never more than the pods pending anyway).
+                    await self._gate.wait_open()
+                    if self._stopping:  # waited for a slot while the loop ran ahead: the next leader's
+                        if unanswered is not None:
+                            self._log.info("bind_cancelled", pod=pod.key, node=node_name, unanswered=True)
                         self._forget(pod, volumes)
-                        message = f'running PreBind plugin "VolumeBinding": {failure}'
-                        self._recorder.unschedulable(pod, message)
                         self.queue.backoff(entry)
                         return
-                    volumes = None  # written: nothing left to forget
-                profile = self._profiles.get(pod.scheduler_name)
-                extender = profile.binder_for(pod) if profile is not None else None
-                if extender is None:
-                    outcome, reason, sent_at = await self._binder.bind(pod, node_name)
-                else:  # an extender with a bindVerb binds the pods it is interested in
-                    outcome, reason, sent_at = await self._binder.bind(pod, node_name, extender)
+                    if unanswered is not None and entry.gone:  # the watch told what became of it meanwhile
+                        self._settle_unanswered(entry, node_name, unanswered)
+                        return
+                    if self.cache.node_info(node_name) is None:  # deleted since the decision: look again
+                        self._log.info("bind_node_gone", pod=pod.key, node=node_name)
+                        self._forget(pod, volumes)
+                        self.queue.backoff(entry)
+                        return
+                    if volumes is not None:  # PreBind: the volumes first, as VolumeBinding does
+                        if not await self._bind_volumes(entry, node_name, volumes):
+                            return
+                        volumes = None  # written: nothing left to forget
+                    outcome, reason, sent_at = await self._send_bind(pod, node_name)
+                    if outcome is BindOutcome.WITHDRAWN:
+                        continue  # the gate closed or the node went meanwhile: the checks above say which
+                    if outcome is not BindOutcome.UNREACHABLE:
+                        break
+                    # Not a failure of this pod's: no event, no backoff. Held with its slot, it is sent
+                    # again once the server answers (409 if this request landed after all).
+                    metrics.BINDS.labels(outcome.value).inc()
+                    self._log.info("bind_unreachable", pod=pod.key, node=node_name, error=reason)
+                    unanswered = sent_at if unanswered is None else unanswered
+                    self._gate.close(reason)
         except asyncio.CancelledError:
             # The term ended: a request already sent may still land (the watch will say); until
             # then the pod is not assumed anywhere, and waits for the next term.
@@ -450,20 +392,7 @@ class Scheduler:
             self._in_flight.discard(pod.uid)
         metrics.BINDS.labels(outcome.value).inc()
         if outcome is BindOutcome.BOUND:
-            self.queue.done(entry)
-            if entry.initial_attempt is not None:
-                metrics.POD_SCHEDULING_DURATION.labels(str(min(entry.attempts, 15))).observe(
-                    self.queue.clock() - entry.initial_attempt
-                )
-            self._log.info(
-                "pod_bound",
-                pod=pod.key,
-                profile=pod.scheduler_name,
-                node=node_name,
-                attempts=entry.attempts,
-                sent_at=sent_at,
-            )
-            self._recorder.event(pod, NORMAL, SCHEDULED, scheduled_message(pod, node_name))
+            self._bound(entry, node_name, sent_at)
             return
         self.cache.forget(pod.uid)
         if outcome is BindOutcome.NOT_LEADER:
@@ -478,10 +407,61 @@ class Scheduler:
             self._log.info("bind_dropped", pod=pod.key, node=node_name, outcome=outcome.value, reason=reason)
             self.queue.done(entry)
 
+    async def _bind_volumes(self, entry: QueuedPod, node_name: str, volumes: PodVolumes) -> bool:
+        """PreBind: write the volume bindings; when that fails the pod is forgotten, told and backs off."""
+        pod = entry.pod
+        failure = await self._binder.bind_volumes(pod, volumes, lambda: entry.gone)
+        if failure is None:
+            return True
+        self._log.warning("volume_binding_failed", pod=pod.key, node=node_name, error=failure)
+        self._forget(pod, volumes)
+        self._recorder.unschedulable(pod, f'running PreBind plugin "VolumeBinding": {failure}')
+        self.queue.backoff(entry)
+        return False
+
+    async def _send_bind(self, pod: Pod, node_name: str) -> BindResult:
+        profile = self._profiles.get(pod.scheduler_name)
+        extender = profile.binder_for(pod) if profile is not None else None  # one with a bindVerb binds it
+
+        def still_valid() -> bool:
+            # Asked once the rate limiter lets the request go, with nothing awaited after it.
+            return self._gate.is_open and self.cache.node_info(node_name) is not None
+
+        return await self._binder.bind(pod, node_name, extender, still_valid=still_valid)
+
+    def _bound(self, entry: QueuedPod, node_name: str, sent_at: float | None, **context: object) -> None:
+        pod = entry.pod
+        self.queue.done(entry)
+        if entry.initial_attempt is not None:
+            metrics.POD_SCHEDULING_DURATION.labels(str(min(entry.attempts, 15))).observe(
+                self.queue.clock() - entry.initial_attempt
+            )
+        self._log.info(
+            "pod_bound",
+            pod=pod.key,
+            profile=pod.scheduler_name,
+            node=node_name,
+            attempts=entry.attempts,
+            sent_at=sent_at,
+            **context,
+        )
+        self._recorder.event(pod, NORMAL, SCHEDULED, scheduled_message(pod, node_name))
+
+    def _settle_unanswered(self, entry: QueuedPod, node_name: str, sent_at: float) -> None:
+        """A held bind whose pod the watch showed bound, deleted or no longer ours: nothing to send."""
+        pod = entry.pod
+        if not self.cache.is_assumed(pod.uid) and self.cache.pod_node(pod.uid) == node_name:
+            # Bound where we sent it: the request landed and only its reply was lost.
+            self._bound(entry, node_name, sent_at, reply_lost=True)
+            return
+        self._log.info("bind_dropped", pod=pod.key, node=node_name, outcome="gone", reason="gone while held")
+        self._forget(pod, None)
+        self.queue.done(entry)
+
     def _forget(self, pod: Pod, volumes: PodVolumes | None) -> None:
         self.cache.forget(pod.uid)
         if volumes is not None:
-            volumebinder.forget_in_cache(self.cache, volumes)
+            forget_in_cache(self.cache, volumes)
 
     def _carry_out(self, pod: Pod, result: Preemption) -> None:
         """Nominate the node and evict the victims (PrepareCandidate), or drop a nomination that
@@ -520,4 +500,4 @@ def _scheduling_properties_changed(old: Node, new: Node) -> bool:
     )
 
 
-__all__ = ["OBJECT_KINDS", "Scheduler", "SchedulerSettings", "schedule_batch"]
+__all__ = ["OBJECT_KINDS", "Scheduler", "SchedulerSettings"]
