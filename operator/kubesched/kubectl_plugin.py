@@ -21,7 +21,7 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +29,7 @@ from typing import Any, Final, TextIO
 
 import click
 import yaml
+from click.decorators import FC
 
 from kubesched import cli
 from kubesched.tools.table import table
@@ -279,24 +280,11 @@ def _api_errors() -> Iterator[None]:
 
 def read_live(target: Target, pod: tuple[str, str] | None = None) -> tuple[Any, dict[str, Any] | None]:
     """The cluster state (a `ClusterState`) and, when `pod` names one, that pod, through `target`."""
+    from kubesched.tools.explain import read_live_state
+
     _require_cluster(target)
     with _api_errors():
-        return asyncio.run(_read_live(target, pod))
-
-
-async def _read_live(target: Target, pod: tuple[str, str] | None) -> tuple[Any, dict[str, Any] | None]:
-    from kubesched.kube.client import api_client, load_configuration
-    from kubesched.tools.explain import PodNotFound, get_pod
-    from kubesched.tools.snapshot import read_cluster
-
-    conf = await load_configuration(target.kubeconfig, target.context)
-    async with api_client(conf) as api:
-        raw = None
-        if pod is not None:
-            raw = await get_pod(api, *pod)
-            if raw is None:
-                raise PodNotFound(f"pod {pod[0]}/{pod[1]} not found")
-        return await read_cluster(api), raw
+        return asyncio.run(read_live_state(target.kubeconfig, target.context, pod))
 
 
 # ------------------------------------------------------------------------------------- commands
@@ -308,7 +296,13 @@ def _reused(command: click.Command, *names: str) -> list[click.Parameter]:
     return [by_name[name] for name in names]
 
 
-_OUTPUT_HELP: Final = "json, yaml, or wide: {wide}. Default: a table."
+def _output_option(wide: str) -> Callable[[FC], FC]:
+    """kubectl's -o: json, yaml, or wide (`wide` says what wide shows); a table by default."""
+    return click.option(
+        "-o", "--output", type=click.Choice(OUTPUTS), help=f"json, yaml, or wide: {wide}. Default: a table."
+    )
+
+
 _EPILOG: Final = (
     "Global flags, before or after the command: -n/--namespace, --context, --kubeconfig, --no-color "
     "(kubectl kubesched --help)."
@@ -352,12 +346,7 @@ plugin.add_command(cli.policy)
     params=_reused(cli.explain, "scheduler_name", "policy_config_file", "snapshot_file"), epilog=_EPILOG
 )
 @click.argument("pod", metavar="POD")
-@click.option(
-    "-o",
-    "--output",
-    type=click.Choice(OUTPUTS),
-    help=_OUTPUT_HELP.format(wide="the table, which lists every node and check already"),
-)
+@_output_option("the table, which lists every node and check already")
 @click.pass_obj
 def explain(
     flags: GlobalFlags,
@@ -409,12 +398,7 @@ def explain(
 @click.option(
     "-A", "--all-namespaces", is_flag=True, help="Place the pods of every namespace, not only those of -n."
 )
-@click.option(
-    "-o",
-    "--output",
-    type=click.Choice(OUTPUTS),
-    help=_OUTPUT_HELP.format(wide="the table, then every pod under both policies"),
-)
+@_output_option("the table, then every pod under both policies")
 @click.pass_obj
 def simulate(
     flags: GlobalFlags,
@@ -435,49 +419,23 @@ def simulate(
     compared; with --replay the bound pods are placed again and compared with where they are.
     Pods are taken in the scheduler's queue order, ties broken with --seed, as `kubesched simulate`.
     """
-    from kubesched.policy.compile import PolicyError
-    from kubesched.tools.explain import algorithm_for
-    from kubesched.tools.simulate import SimulateError, parse_label_selector, read_candidate, render_table
-    from kubesched.tools.simulate import simulate as place_all
+    from kubesched.tools.simulate import render_table
     from kubesched.tools.snapshot import STDIO
 
     if policy_file in STDIO and nodes_from in STDIO:
         raise click.UsageError("--policy and --nodes-from cannot both read standard input")
     target = resolve_target(flags)
-    try:
-        pods = parse_label_selector(selector)
-    except SimulateError as exc:
-        raise click.BadParameter(str(exc), param_hint="--pods") from exc
-    try:
-        name, candidate = read_candidate(policy_file, scheduler_name or "kubesched")
-    except PolicyError as exc:
-        raise click.ClickException(f"--policy {exc}") from exc
-    name = scheduler_name or name
-    try:
-        state = read_live(target)[0] if nodes_from == "live" else cli.load_snapshot(nodes_from)
-        try:
-            current, source = algorithm_for(name, state.policies, policy_config_file)
-        except PolicyError as exc:
-            raise click.ClickException(f"current policy: {exc}") from exc
-        try:
-            result = place_all(
-                state,
-                candidate,
-                current,
-                scheduler_name=name,
-                selector=pods,
-                namespace=None if all_namespaces else target.namespace,
-                replay=replay,
-                seed=seed,
-                candidate_policy="standard input" if policy_file in STDIO else policy_file,
-                current_policy=source,
-            )
-        finally:
-            for extender in current.extenders:
-                extender.close()
-    finally:
-        for extender in candidate.extenders:
-            extender.close()
+    result = cli.run_simulation(
+        policy_file,
+        selector,
+        nodes_from,
+        scheduler_name,
+        policy_config_file,
+        lambda: read_live(target)[0],
+        namespace=None if all_namespaces else target.namespace,
+        replay=replay,
+        seed=seed,
+    )
     as_dict = result.as_dict()
     text = render_table(result)
     if output == "wide" and result.placements:

@@ -86,14 +86,9 @@ class Binder:
             "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid},
             "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
         }
-        await self._limiter.acquire()
-        # Checked after the rate limiter's wait, with nothing awaited before the request leaves:
-        # a leader whose renew deadline passed a microsecond ago sends nothing, nor a bind to a
-        # node whose deletion the cache learned while this one waited.
-        if self._may_bind is not None and not self._may_bind():
-            return BindResult(BindOutcome.NOT_LEADER, "not the leader", None)
-        if not still_valid():
-            return BindResult(BindOutcome.WITHDRAWN, "no longer valid", None)
+        refused = await self._admit(still_valid)
+        if refused is not None:
+            return refused
         sent_at = time.time()
         path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/binding"
         try:
@@ -130,14 +125,24 @@ class Binder:
             return str(exc)
         return None
 
-    async def _bind_with_extender(
-        self, pod: Pod, node_name: str, extender: ExtenderBinder, still_valid: Callable[[], bool]
-    ) -> BindResult:
+    async def _admit(self, still_valid: Callable[[], bool]) -> BindResult | None:
+        """Wait for the rate limiter, then why the bind must not be sent; None: send it now."""
         await self._limiter.acquire()
+        # Checked after the rate limiter's wait, and the caller awaits nothing else before the
+        # request leaves: a leader whose renew deadline passed a microsecond ago sends nothing, nor
+        # a bind to a node whose deletion the cache learned while this one waited.
         if self._may_bind is not None and not self._may_bind():
             return BindResult(BindOutcome.NOT_LEADER, "not the leader", None)
         if not still_valid():
             return BindResult(BindOutcome.WITHDRAWN, "no longer valid", None)
+        return None
+
+    async def _bind_with_extender(
+        self, pod: Pod, node_name: str, extender: ExtenderBinder, still_valid: Callable[[], bool]
+    ) -> BindResult:
+        refused = await self._admit(still_valid)
+        if refused is not None:
+            return refused
         sent_at = time.time()
         try:
             # The extender client is blocking HTTP bounded by its httpTimeout: off the loop.

@@ -9,7 +9,7 @@ raises `SelectorError` with the reason apimachinery gives.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -25,6 +25,7 @@ EQUALS: Final = "="  # only produced from plain maps (nodeSelector, Service and 
 LABEL_SELECTOR_OPERATORS: Final = frozenset({IN, NOT_IN, EXISTS, DOES_NOT_EXIST})
 NODE_SELECTOR_OPERATORS: Final = frozenset({IN, NOT_IN, EXISTS, DOES_NOT_EXIST, GT, LT})
 NODE_FIELD_OPERATORS: Final = frozenset({IN, NOT_IN})
+_NODE_REQUIREMENT: Final = "a node selector requirement"
 
 _QNAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 # validation.IsDNS1123Subdomain's pattern (at most 253 characters besides).
@@ -161,6 +162,20 @@ class Requirement:
         return number > self.number if op == GT else number < self.number
 
 
+def _checked(
+    expressions: list[Any], item: str, operators: frozenset[str], kind: str
+) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """(operator, expression) of each match expression, checked only as the caller reaches it, so
+    the first bad expression is the one reported."""
+    for expr in expressions:
+        if not isinstance(expr, Mapping):
+            raise SelectorError(f"{item} must be an object, got {expr!r}")
+        operator = expr.get("operator")
+        if operator not in operators:
+            raise SelectorError(f"{operator!r} is not a valid {kind} operator")
+        yield operator, expr
+
+
 @dataclass(frozen=True, slots=True)
 class LabelSelector:
     """A conjunction of requirements; `nothing` is labels.Nothing() (a nil selector matches no object)."""
@@ -182,12 +197,8 @@ class LabelSelector:
         if not isinstance(expressions, list):
             raise SelectorError(f"matchExpressions must be a list, got {expressions!r}")
         requirements = [Requirement.build(k, EQUALS, [v]) for k, v in match_labels.items()]
-        for expr in expressions:
-            if not isinstance(expr, Mapping):
-                raise SelectorError(f"a match expression must be an object, got {expr!r}")
-            operator = expr.get("operator")
-            if operator not in LABEL_SELECTOR_OPERATORS:
-                raise SelectorError(f"{operator!r} is not a valid pod selector operator")
+        checked = _checked(expressions, "a match expression", LABEL_SELECTOR_OPERATORS, "pod selector")
+        for operator, expr in checked:
             requirements.append(Requirement.build(expr.get("key"), operator, expr.get("values")))
         return cls(tuple(sorted(requirements, key=lambda r: r.key)))
 
@@ -270,14 +281,8 @@ def _parse_node_labels(expressions: Any) -> LabelSelector | None:
         return None
     if not isinstance(expressions, list):
         raise SelectorError(f"matchExpressions must be a list, got {expressions!r}")
-    requirements = []
-    for expr in expressions:
-        if not isinstance(expr, Mapping):
-            raise SelectorError(f"a node selector requirement must be an object, got {expr!r}")
-        operator = expr.get("operator")
-        if operator not in NODE_SELECTOR_OPERATORS:
-            raise SelectorError(f"{operator!r} is not a valid node selector operator")
-        requirements.append(Requirement.build(expr.get("key"), operator, expr.get("values")))
+    checked = _checked(expressions, _NODE_REQUIREMENT, NODE_SELECTOR_OPERATORS, "node selector")
+    requirements = [Requirement.build(expr.get("key"), op, expr.get("values")) for op, expr in checked]
     return LabelSelector(tuple(requirements))
 
 
@@ -287,12 +292,8 @@ def _parse_node_fields(expressions: Any) -> tuple[FieldRequirement, ...] | None:
     if not isinstance(expressions, list):
         raise SelectorError(f"matchFields must be a list, got {expressions!r}")
     fields = []
-    for expr in expressions:
-        if not isinstance(expr, Mapping):
-            raise SelectorError(f"a node selector requirement must be an object, got {expr!r}")
-        operator = expr.get("operator")
-        if operator not in NODE_FIELD_OPERATORS:
-            raise SelectorError(f"{operator!r} is not a valid node field selector operator")
+    checked = _checked(expressions, _NODE_REQUIREMENT, NODE_FIELD_OPERATORS, "node field selector")
+    for operator, expr in checked:
         values = expr.get("values") or []
         if not isinstance(values, list) or len(values) != 1:
             count = len(values) if isinstance(values, list) else values
