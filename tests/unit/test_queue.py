@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from kubesched.model.objects import Pod, pod_from_dict
-from kubesched.runtime.queue import ACTIVE, BACKOFF, UNSCHEDULABLE, QueueSettings, SchedulingQueue
+from kubesched.runtime.queue import ACTIVE, BACKOFF, GATED, UNSCHEDULABLE, QueueSettings, SchedulingQueue
 
 
 class Clock:
@@ -73,7 +73,7 @@ async def test_event_during_attempt_sends_pod_to_backoff_not_unschedulable() -> 
     (entry,) = await queue.pop_batch(1)
     queue.move_all("NodeAdd")  # arrives while the algorithm runs
     queue.unschedulable(entry)
-    assert queue.counts() == {ACTIVE: 0, BACKOFF: 1, UNSCHEDULABLE: 0}
+    assert queue.counts() == {ACTIVE: 0, BACKOFF: 1, UNSCHEDULABLE: 0, GATED: 0}
     clock.now += 1.0
     assert await names(queue) == ["a"]
 
@@ -118,7 +118,7 @@ async def test_deleted_pod_disappears_even_while_in_flight() -> None:
     queue.delete("uid-a")
     queue.unschedulable(entry)  # the attempt ends after the deletion: it must not come back
     assert len(queue) == 0
-    assert queue.counts() == {ACTIVE: 0, BACKOFF: 0, UNSCHEDULABLE: 0}
+    assert queue.counts() == {ACTIVE: 0, BACKOFF: 0, UNSCHEDULABLE: 0, GATED: 0}
 
 
 async def test_spec_change_moves_unschedulable_pod_but_status_change_does_not() -> None:

@@ -15,7 +15,7 @@ from kubesched.cli import main
 from kubesched.kube.binding import Binder
 from kubesched.kube.events import Recorder
 from kubesched.policy.compile import default_algorithm
-from kubesched.runtime.queue import ACTIVE, BACKOFF, UNSCHEDULABLE, QueueSettings, SchedulingQueue
+from kubesched.runtime.queue import ACTIVE, BACKOFF, GATED, UNSCHEDULABLE, QueueSettings, SchedulingQueue
 from kubesched.runtime.scheduler import Scheduler, SchedulerSettings
 from kubesched_dev.fixtures import make_node, make_pod
 
@@ -80,7 +80,7 @@ async def test_cluster_events_that_may_help_bring_unschedulable_pods_back(event:
     assert counts(scheduler)[UNSCHEDULABLE] == 1
     clock.now += 5  # past its backoff
     EVENTS[event](scheduler)
-    assert counts(scheduler) == {ACTIVE: 1, BACKOFF: 0, UNSCHEDULABLE: 0}
+    assert counts(scheduler) == {ACTIVE: 1, BACKOFF: 0, UNSCHEDULABLE: 0, GATED: 0}
 
 
 async def test_events_that_cannot_help_leave_unschedulable_pods_alone() -> None:
@@ -122,7 +122,7 @@ async def test_a_pod_updated_while_being_scheduled_is_tried_again_soon() -> None
     (entry,) = await queue.pop_batch(1)
     queue.add(pod("a", nodeSelector={"zone": "b"}))  # arrives while the algorithm ran on the old one
     queue.unschedulable(entry)
-    assert queue.counts() == {ACTIVE: 0, BACKOFF: 1, UNSCHEDULABLE: 0}
+    assert queue.counts() == {ACTIVE: 0, BACKOFF: 1, UNSCHEDULABLE: 0, GATED: 0}
 
 
 async def test_a_changed_nomination_brings_the_pod_back() -> None:

@@ -59,6 +59,16 @@ def test_pods_becoming_schedulable_or_not_are_listed_with_the_reason() -> None:
     assert reverse.as_dict()["newlyUnschedulable"] == ["default/picky"]
 
 
+def test_gated_pods_are_left_out_and_named() -> None:
+    """schedulinggates/scheduling_gates.go (1.32): a gated pod never reaches the scheduler, so
+    neither policy places it."""
+    gated = make_pod("gated", cpu="100m")
+    gated["spec"]["schedulingGates"] = [{"name": "example.com/quota"}]
+    result = simulate(state(pending=2, extra=[gated]), LEAST, MOST, scheduler_name=OWN)
+    assert sorted(p.pod for p in result.placements) == ["default/web-0", "default/web-1"]
+    assert result.notes == ("1 pending pod(s) left out, waiting for scheduling gates: default/gated",)
+
+
 def test_pods_are_placed_in_queue_order_and_the_seed_alone_decides_ties() -> None:
     extra = [make_pod("urgent", cpu="500m", priority=1000)]
     equal = compile_policy({"priorities": [{"name": "EqualPriority", "weight": 1}]})

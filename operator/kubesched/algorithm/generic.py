@@ -23,6 +23,7 @@ from kubesched.algorithm.extenders import ExtenderError, HTTPExtender, run_filte
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
 from kubesched.model.table import NodeTable
+from kubesched.model.unsupported import refusal
 from kubesched.plugins.framework import SKIP, Predicate, Priority, Reject
 from kubesched.plugins.node_validity import ValidNode
 
@@ -38,8 +39,9 @@ _VALID_NODE = ValidNode()
 class FitError(Exception):
     """No node fits the pod; `node_reasons` maps each node that was checked to why it does not fit.
 
-    `pod_error` is set instead when the pod itself could not be parsed (`Pod.parse_error`): no
-    node was checked, and the message says what is wrong with the pod.
+    `pod_error` is set instead when the pod itself could not be parsed (`Pod.parse_error`) or uses a
+    field kubesched refuses (`Pod.unsupported`): no node was checked, no preemption can help, and
+    the message says what is wrong with the pod.
     """
 
     def __init__(
@@ -181,6 +183,8 @@ class Algorithm:
             raise FitError(pod, 0, {})
         if pod.parse_error is not None:
             raise FitError(pod, len(nodes), {}, pod_error=pod.parse_error)
+        if pod.unsupported:
+            raise FitError(pod, len(nodes), {}, pod_error=refusal(pod.unsupported))
 
         start = start_index % len(nodes)
         table = snapshot.table() if self.vectorised else None

@@ -21,6 +21,7 @@ from kubesched.model.resources import (
     Resource,
     resource_from_list,
 )
+from kubesched.model.unsupported import unsupported_fields
 
 ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
 REGION_LABELS = ("topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/region")
@@ -96,6 +97,10 @@ class Pod:
     spec: Mapping[str, Any] = field(repr=False)
     parse_error: str | None = None
     annotations: Mapping[str, str] = field(default_factory=dict, repr=False)
+    # spec.schedulingGates' names: while any is left the pod waits outside the queue (PreEnqueue).
+    scheduling_gates: tuple[str, ...] = ()
+    # The fields it uses that kubesched refuses (kubesched.model.unsupported): it is never bound.
+    unsupported: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -162,10 +167,18 @@ def _non_zero(requests: Mapping[str, Any]) -> tuple[int, int]:
     return cpu, mem
 
 
-def pod_requests(spec: Mapping[str, Any]) -> tuple[Resource, int, int]:
-    """calculateResource: containers summed, init containers as a maximum, overhead added.
+def is_restartable_init_container(container: Mapping[str, Any]) -> bool:
+    """A sidecar (1.29+): an init container with `restartPolicy: Always` runs beside the containers."""
+    return container.get("restartPolicy") == "Always"
 
-    Returns the requests and the non-zero cpu and memory used for scoring.
+
+def pod_requests(spec: Mapping[str, Any]) -> tuple[Resource, int, int]:
+    """resource.PodRequests (1.32): containers summed, init containers as a maximum, overhead added.
+
+    A restartable init container (sidecar) adds to the containers' sum, and to every init container
+    that starts after it: init container i needs its own requests plus the sidecars declared before
+    it. Without sidecars this is 1.20's calculateResource. Returns the requests and the non-zero cpu
+    and memory used for scoring (NonMissingContainerRequests: the defaults per container).
     """
     total = ZERO
     nz_cpu = nz_mem = 0
@@ -175,12 +188,33 @@ def pod_requests(spec: Mapping[str, Any]) -> tuple[Resource, int, int]:
         cpu, mem = _non_zero(requests)
         nz_cpu += cpu
         nz_mem += mem
+    # The sidecars declared so far, which run while the next init container does.
+    sidecars: Resource | None = None
+    sidecar_cpu = sidecar_mem = 0
+    init_total = ZERO
+    init_cpu = init_mem = 0
     for container in spec.get("initContainers") or []:
         requests = _container_requests(container)
-        total = total.max(resource_from_list(requests))
+        amount = resource_from_list(requests)
         cpu, mem = _non_zero(requests)
-        nz_cpu = max(nz_cpu, cpu)
-        nz_mem = max(nz_mem, mem)
+        if is_restartable_init_container(container):
+            total = total + amount
+            nz_cpu += cpu
+            nz_mem += mem
+            sidecars = amount if sidecars is None else sidecars + amount
+            sidecar_cpu += cpu
+            sidecar_mem += mem
+            amount, cpu, mem = sidecars, sidecar_cpu, sidecar_mem
+        elif sidecars is not None:
+            amount = amount + sidecars
+            cpu += sidecar_cpu
+            mem += sidecar_mem
+        init_total = init_total.max(amount)
+        init_cpu = max(init_cpu, cpu)
+        init_mem = max(init_mem, mem)
+    total = total.max(init_total)
+    nz_cpu = max(nz_cpu, init_cpu)
+    nz_mem = max(nz_mem, init_mem)
     overhead = spec.get("overhead") or {}
     if overhead:
         total = total + resource_from_list(overhead)
@@ -192,8 +226,10 @@ def pod_requests(spec: Mapping[str, Any]) -> tuple[Resource, int, int]:
 
 
 def _host_ports(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
+    """GetHostPorts (1.32): the containers' host ports, and those of the sidecars, which run as long."""
     ports = []
-    for container in spec.get("containers") or []:
+    sidecars = [c for c in spec.get("initContainers") or [] if is_restartable_init_container(c)]
+    for container in [*sidecars, *(spec.get("containers") or [])]:
         for port in container.get("ports") or []:
             host_port = int(port.get("hostPort") or 0)
             if host_port > 0:
@@ -246,6 +282,12 @@ def pod_from_dict(obj: Mapping[str, Any]) -> Pod:
         error = error or "invalid pod spec: nodeSelector must be a map"
     if not isinstance(spec.get("affinity") or {}, Mapping):
         error = error or "invalid pod spec: affinity must be an object"
+    try:
+        gates = tuple(str(gate.get("name") or "") for gate in spec.get("schedulingGates") or ())
+        unsupported = unsupported_fields(spec)
+    except (TypeError, AttributeError) as exc:
+        gates, unsupported = (), ()
+        error = error or f"invalid pod spec: {exc}"
     return Pod(
         namespace=meta.get("namespace") or "default",
         name=meta.get("name") or "",
@@ -270,6 +312,8 @@ def pod_from_dict(obj: Mapping[str, Any]) -> Pod:
         spec=spec,
         parse_error=error,
         annotations=meta.get("annotations") or {},
+        scheduling_gates=gates,
+        unsupported=unsupported,
     )
 
 

@@ -2,7 +2,9 @@
 
 Mirrors kube-scheduler's PriorityQueue: higher priority first, then the pod that has waited
 longest; failed pods back off (1 s doubling to 10 s); unschedulable pods wait for a cluster
-event that may help, or for the flush interval. Lives on the event loop; not thread-safe.
+event that may help, or for the flush interval. Pods with scheduling gates wait aside, with no
+timer and no attempt, until an update removes the last gate (1.32's PreEnqueue). Lives on the
+event loop; not thread-safe.
 """
 
 from __future__ import annotations
@@ -16,11 +18,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kubesched.model.objects import Pod
+from kubesched.plugins.scheduling_gates import pre_enqueue
 
 ACTIVE = "active"
 BACKOFF = "backoff"
 UNSCHEDULABLE = "unschedulable"
 IN_FLIGHT = "in-flight"  # popped, being scheduled or bound
+GATED = "gated"  # held back by spec.schedulingGates: in no sub-queue, never popped
 
 
 @dataclass(slots=True)
@@ -58,6 +62,7 @@ class SchedulingQueue:
     _backoff: list[tuple[float, int, str]] = field(default_factory=list)
     _unschedulable: dict[str, QueuedPod] = field(default_factory=dict)
     _in_flight: dict[str, QueuedPod] = field(default_factory=dict)
+    _gated: dict[str, QueuedPod] = field(default_factory=dict)  # uid -> entry, outside `_pods`
     _seq: itertools.count[int] = field(default_factory=itertools.count)
     _cycle: int = 0
     _move_request_cycle: int = -1
@@ -66,14 +71,31 @@ class SchedulingQueue:
 
     # --- what the watch handlers call -------------------------------------------------------
 
-    def add(self, pod: Pod) -> None:
-        """A pending pod appeared or changed. New pods go to the active heap."""
+    def add(self, pod: Pod) -> bool:
+        """A pending pod appeared or changed. New pods go to the active heap, gated ones aside.
+
+        Returns True when the pod has just been set aside for its scheduling gates.
+        """
+        held = self._gated.get(pod.uid)
+        if held is not None:
+            held.pod = pod
+            if pre_enqueue(pod) is None:  # the last gate is gone: it goes in at once
+                del self._gated[pod.uid]
+                self._pods[pod.uid] = held
+                self._push_active(held)
+            return False
         entry = self._pods.get(pod.uid)
+        if pre_enqueue(pod) is not None and (entry is None or entry.where != IN_FLIGHT):
+            if entry is not None:  # its heap entries are skipped when popped
+                del self._pods[pod.uid]
+                self._unschedulable.pop(pod.uid, None)
+            self._hold(entry or QueuedPod(pod, self.clock()), pod)
+            return True
         if entry is None:
             entry = QueuedPod(pod, self.clock())
             self._pods[pod.uid] = entry
             self._push_active(entry)
-            return
+            return False
         changed = _spec_changed(entry.pod, pod)
         entry.pod = pod
         # Our own status patches come back as updates; only a real change deserves a retry now.
@@ -82,10 +104,11 @@ class SchedulingQueue:
             self._push_active(entry)
         elif changed and entry.where == IN_FLIGHT:
             entry.updated = True
+        return False
 
     def delete(self, uid: str) -> None:
         """The pod was deleted or bound by someone: forget it wherever it is."""
-        entry = self._pods.pop(uid, None)
+        entry = self._pods.pop(uid, None) or self._gated.pop(uid, None)
         if entry is None:
             return
         entry.gone = True
@@ -164,6 +187,19 @@ class SchedulingQueue:
         if self._take_back(entry):
             self._push_backoff(entry)
 
+    def hold(self, entry: QueuedPod) -> None:
+        """The API server refused to bind the pod for its scheduling gates, which this view of it
+        missed: it waits aside until an update without gates brings it back."""
+        self._in_flight.pop(entry.key, None)
+        if entry.gone:
+            return
+        self._pods.pop(entry.key, None)
+        self._hold(entry, entry.pod)
+
+    def is_gated(self, uid: str) -> bool:
+        """Whether the pod waits for its scheduling gates."""
+        return uid in self._gated
+
     def requeue_all(self) -> None:
         """Everything waiting goes back to the active heap (on winning leadership).
 
@@ -198,19 +234,28 @@ class SchedulingQueue:
     def counts(self) -> dict[str, int]:
         active = sum(1 for e in self._pods.values() if e.where == ACTIVE)
         backoff = sum(1 for e in self._pods.values() if e.where == BACKOFF)
-        return {ACTIVE: active, BACKOFF: backoff, UNSCHEDULABLE: len(self._unschedulable)}
+        return {
+            ACTIVE: active,
+            BACKOFF: backoff,
+            UNSCHEDULABLE: len(self._unschedulable),
+            GATED: len(self._gated),
+        }
 
     def __contains__(self, uid: object) -> bool:
-        return uid in self._pods
+        return uid in self._pods or uid in self._gated
 
     def __len__(self) -> int:
-        return len(self._pods)
+        return len(self._pods) + len(self._gated)
 
     # --- internals ----------------------------------------------------------------------------
 
     def _take_back(self, entry: QueuedPod) -> bool:
         self._in_flight.pop(entry.key, None)
         if entry.gone:
+            return False
+        if pre_enqueue(entry.pod) is not None:  # gates it gained while in flight (the API forbids it)
+            self._pods.pop(entry.key, None)
+            self._hold(entry, entry.pod)
             return False
         if self._pods.get(entry.key) is not entry:
             self._pods[entry.key] = entry
@@ -219,6 +264,12 @@ class SchedulingQueue:
     def _backoff_expiry(self, entry: QueuedPod) -> float:
         duration: float = self.settings.initial_backoff * 2.0 ** max(entry.attempts - 1, 0)
         return entry.last_attempt + min(duration, self.settings.max_backoff)
+
+    def _hold(self, entry: QueuedPod, pod: Pod) -> None:
+        entry.pod = pod
+        entry.where = GATED
+        entry.added = self.clock()
+        self._gated[pod.uid] = entry
 
     def _push_active(self, entry: QueuedPod) -> None:
         entry.where = ACTIVE

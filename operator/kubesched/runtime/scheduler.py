@@ -36,6 +36,11 @@ from kubesched.kube.eviction import Evictor
 from kubesched.kube.listing import Listing, stale
 from kubesched.model.objects import Node, Pod, node_from_dict, pod_from_dict
 from kubesched.plugins.registry import REQUEUE_KINDS
+from kubesched.plugins.scheduling_gates import (
+    GATED_BIND_CONFLICT,
+    GATED_CONDITION_MESSAGE,
+    REASON_SCHEDULING_GATED,
+)
 from kubesched.runtime.bind_gate import BindGate
 from kubesched.runtime.cache import OBJECT_KINDS, SchedulerCache
 from kubesched.runtime.nominator import Nominator
@@ -99,6 +104,9 @@ class Scheduler:
         self._evictor = evictor  # None: preemption decides, but nothing is deleted or patched
         self._node_versions: dict[str, str] = {}  # node name -> resourceVersion last seen (reconcile)
         self._in_flight: set[str] = set()  # uids of pods whose bind is under way: never reconciled away
+        # Gated pods whose PodScheduled condition does not say so yet; only a leader writes it.
+        self._gated_untold: dict[str, Pod] = {}
+        self._leading = False
         metrics.PENDING_PODS.track(self.queue.counts)
 
     # --- cluster events (called by the watch handlers) -------------------------------------------
@@ -131,8 +139,25 @@ class Scheduler:
         self._unbound[pod.uid] = pod
         if pod.scheduler_name in self._profiles and not self.cache.is_assumed(pod.uid):
             # An assumed pod is bound or being bound; its watch event just has not caught up.
-            self.queue.add(pod)
+            self._enqueue(pod, told=bool(pod.scheduling_gates) and _shows_gated(raw))
             self.nominator.update(pod)
+
+    def _enqueue(self, pod: Pod, *, told: bool = False) -> None:
+        """Queue a pending pod of ours. One its scheduling gates hold back gets PodScheduled=False,
+        reason SchedulingGated, once, unless it carries it already (`told`: 1.26+ API servers write it)."""
+        newly_gated = self.queue.add(pod)
+        if told or not self.queue.is_gated(pod.uid):
+            self._gated_untold.pop(pod.uid, None)
+        elif newly_gated:
+            self._gated_untold[pod.uid] = pod
+        if self._leading and self._gated_untold:
+            self._tell_gated()
+
+    def _tell_gated(self) -> None:
+        for uid, pod in self._gated_untold.items():
+            if self.queue.is_gated(uid):  # not deleted, ungated or left to another scheduler meanwhile
+                self._recorder.gated(pod, GATED_CONDITION_MESSAGE)
+        self._gated_untold.clear()
 
     def _confirms_assumption(self, raw: Mapping[str, Any]) -> bool:
         """Our own bind coming back: the pod as assumed is the pod as bound, so it is not parsed
@@ -196,6 +221,7 @@ class Scheduler:
 
     def _drop_pod(self, uid: str) -> None:
         self._unbound.pop(uid, None)
+        self._gated_untold.pop(uid, None)
         self.queue.delete(uid)
         self.nominator.remove(uid)
         if self.cache.has_pod(uid):
@@ -227,7 +253,7 @@ class Scheduler:
             if pod.scheduler_name in removed:
                 self.queue.delete(pod.uid)  # an entry in the executor now comes back `gone`
             elif pod.scheduler_name in added and not self.cache.is_assumed(pod.uid):
-                self.queue.add(pod)
+                self._enqueue(pod)
         self.queue.move_all("PolicyChange")
         return True
 
@@ -291,10 +317,14 @@ class Scheduler:
                         self._log.warning("leader_resync_failed", error=repr(exc))
                         await asyncio.sleep(1.0)
                 self.queue.requeue_all()
+                self._leading = True
+                self._tell_gated()
                 await self.run()
             except asyncio.CancelledError:
                 await self.stand_down()
                 raise
+            finally:
+                self._leading = False
 
     async def stand_down(self) -> None:
         """Cancel the binds in flight; each forgets its assumption and puts its pod back."""
@@ -402,6 +432,10 @@ class Scheduler:
             self._log.warning("bind_failed", pod=pod.key, node=node_name, error=reason)
             self._recorder.unschedulable(pod, f"Binding rejected: {reason}")
             self.queue.backoff(entry)
+        elif outcome is BindOutcome.CONFLICT and GATED_BIND_CONFLICT in reason:
+            # Not bound elsewhere: the API server refuses gated pods, which PreEnqueue should have held.
+            self._log.warning("bind_gated", pod=pod.key, node=node_name, reason=reason)
+            self.queue.hold(entry)
         else:
             # 409: someone bound it (the watch will tell where); 404: it is gone. Either way, not ours now.
             self._log.info("bind_dropped", pod=pod.key, node=node_name, outcome=outcome.value, reason=reason)
@@ -488,6 +522,17 @@ class Scheduler:
         for other in lower:
             self._evictor.nominate(other, "")
         self._evictor.nominate(pod, node)
+
+
+def _shows_gated(raw: Mapping[str, Any]) -> bool:
+    """Whether the pod's PodScheduled condition already says SchedulingGated."""
+    conditions = (raw.get("status") or {}).get("conditions") or ()
+    return any(
+        isinstance(c, Mapping)
+        and c.get("type") == "PodScheduled"
+        and c.get("reason") == REASON_SCHEDULING_GATED
+        for c in conditions
+    )
 
 
 def _scheduling_properties_changed(old: Node, new: Node) -> bool:

@@ -27,11 +27,13 @@ from kubernetes_asyncio import client
 
 from kubesched.algorithm.extenders import ExtenderError, TransportFactory, run_filters
 from kubesched.algorithm.generic import Algorithm, FitError, node_failures, priority_scores
-from kubesched.kube.client import api_client, request
+from kubesched.kube.client import api_client, load_configuration, request
 from kubesched.kube.extender_transport import HTTPTransport
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod, pod_from_dict
+from kubesched.model.unsupported import NOT_IMPLEMENTED, refusal
 from kubesched.plugins.node_validity import ValidNode
+from kubesched.plugins.scheduling_gates import pre_enqueue
 from kubesched.policy.compile import compile_policy, default_algorithm
 from kubesched.policy.files import load_policy_file
 from kubesched.tools.snapshot import ClusterState, read_cluster
@@ -122,12 +124,31 @@ def _filter_reasons(
 def explain(
     algorithm: Algorithm, pod: Pod, snapshot: Snapshot, *, scheduler_name: str = "", policy: str = ""
 ) -> Explanation:
-    """Every node's verdict for `pod` under `algorithm`; calls the extenders, binds nothing."""
+    """Every node's verdict for `pod` under `algorithm`; calls the extenders, binds nothing.
+
+    A gated pod is judged as it would be once its gates are gone; the message says it waits.
+    """
+    found = _explain(algorithm, pod, snapshot, scheduler_name=scheduler_name, policy=policy)
+    gates = pre_enqueue(pod)
+    if gates is None:
+        return found
+    message = f"not scheduled: {gates} (the scheduler does not try it until they are removed)"
+    notes = (f"without the gates: {found.message}", *found.notes)
+    return Explanation(
+        found.pod, scheduler_name, policy, found.nodes, message, found.rejected, found.feasible, notes
+    )
+
+
+def _explain(
+    algorithm: Algorithm, pod: Pod, snapshot: Snapshot, *, scheduler_name: str, policy: str
+) -> Explanation:
     key = f"{pod.namespace}/{pod.name}"
     notes: list[str] = []
-    if pod.parse_error is not None:
-        message = FitError(pod, len(snapshot.nodes), {}, pod_error=pod.parse_error).summary()
-        return Explanation(key, scheduler_name, policy, len(snapshot.nodes), message, (), ())
+    if pod.parse_error is not None or pod.unsupported:
+        error = pod.parse_error if pod.parse_error is not None else refusal(pod.unsupported)
+        message = FitError(pod, len(snapshot.nodes), {}, pod_error=error).summary()
+        refused = tuple(f"refused: the pod uses {label}, {NOT_IMPLEMENTED}" for label in pod.unsupported)
+        return Explanation(key, scheduler_name, policy, len(snapshot.nodes), message, (), (), refused)
     feasible, rejected = _filter_reasons(algorithm, pod, snapshot)
     failure: str | None = None  # a failing extender that is not ignorable
     if feasible and algorithm.extenders:
@@ -288,18 +309,27 @@ class PodNotFound(LookupError):
     pass
 
 
+async def read_live_state(
+    kubeconfig: str | None, context: str | None = None, pod: tuple[str, str] | None = None
+) -> tuple[ClusterState, dict[str, Any] | None]:
+    """The cluster state from the API server and, when `pod` (namespace, name) names one, that pod;
+    raises PodNotFound when it does not exist. `context` picks a kubeconfig context."""
+    conf = await load_configuration(kubeconfig, context)
+    async with api_client(conf) as api:
+        raw = None
+        if pod is not None:
+            raw = await get_pod(api, *pod)
+            if raw is None:
+                raise PodNotFound(f"pod {pod[0]}/{pod[1]} not found")
+        return await read_cluster(api), raw
+
+
 async def explain_live(
     kubeconfig: str | None, namespace: str, name: str, scheduler_name: str | None, policy_file: Path | None
 ) -> Explanation:
     """Read the cluster, pick the policy, explain the pod (nothing is written)."""
-    from kubesched.kube.client import load_configuration
-
-    conf = await load_configuration(kubeconfig)
-    async with api_client(conf) as api:
-        raw = await get_pod(api, namespace, name)
-        if raw is None:
-            raise PodNotFound(f"pod {namespace}/{name} not found")
-        state = await read_cluster(api)
+    state, raw = await read_live_state(kubeconfig, pod=(namespace, name))
+    assert raw is not None  # read_live_state raises PodNotFound otherwise
     return explain_in_state(state, raw, scheduler_name, policy_file)
 
 

@@ -340,9 +340,13 @@ def simulate(
             placements.append(Placement(pod.key, where[pod.uid], node, "", reason))
         current_policy = "the placements in the cluster state"
     else:
-        pods = queue_order(
-            [pod_from_dict(raw) for raw in raws if not (raw.get("spec") or {}).get("nodeName")]
-        )
+        pending = [pod_from_dict(raw) for raw in raws if not (raw.get("spec") or {}).get("nodeName")]
+        # A gated pod never reaches the scheduler (PreEnqueue): neither policy would place it yet.
+        gated = [pod for pod in pending if pod.scheduling_gates]
+        if gated:
+            names = ", ".join(pod.key for pod in gated[:5]) + (" ..." if len(gated) > 5 else "")
+            notes.append(f"{len(gated)} pending pod(s) left out, waiting for scheduling gates: {names}")
+        pods = queue_order([pod for pod in pending if not pod.scheduling_gates])
         base = state.cache().snapshot()
         current_outcomes, before_snapshot = place(current, pods, base, seed)
         outcomes, after_snapshot = place(candidate, pods, base, seed)
