@@ -54,6 +54,10 @@ class PluginSettings:
     # $KUBE_MAX_PD_VOLS (getMaxVolLimitFromEnv), read where the policy is compiled: the in-tree
     # volume limits use it instead of their defaults when positive; -1: not set.
     max_pd_volumes: int = -1
+    # The policy's podTopologySpreadDefaultConstraints as given (PodTopologySpreadArgs'
+    # defaultConstraints with List defaulting), validated where the policy is compiled; the
+    # PodTopologySpread plugin parses them. Empty: 1.20's system defaults.
+    default_constraints: tuple[Mapping[str, Any], ...] = ()
 
 
 class Predicate:

@@ -70,25 +70,17 @@ class ResourceAllocationPriority(Priority):
 
 def pod_resource_request(pod: Pod, resource: str) -> int:
     """calculatePodResourceRequest for any resource: containers summed (unset cpu and memory at
-    their defaults), init containers as a maximum, overhead added with Quantity.Value()."""
+    their defaults), init containers as a maximum, sidecars counted as model.objects.pod_requests
+    counts them, overhead added with Quantity.Value()."""
     if resource in (CPU, MEMORY):
         cpu, memory = scoring_request(pod)
         return cpu if resource == CPU else memory
-    if resource != EPHEMERAL_STORAGE and not is_scalar_resource_name(resource):
-        return 0
-
-    def amount(container: Any) -> int:
-        requests = ((container or {}).get("resources") or {}).get("requests") or {}
-        raw = requests.get(resource)
-        return 0 if raw is None else value(parse_quantity(raw))
-
-    total = sum(amount(c) for c in pod.spec.get("containers") or ())
-    for container in pod.spec.get("initContainers") or ():
-        total = max(total, amount(container))
-    overhead = pod.spec.get("overhead") or {}
-    if resource in overhead:
-        total += value(parse_quantity(overhead[resource]))
-    return total
+    # Ephemeral storage and scalar amounts are whole units (Quantity.Value()) in pod.requests too.
+    if resource == EPHEMERAL_STORAGE:
+        return pod.requests.ephemeral_storage
+    if is_scalar_resource_name(resource):
+        return pod.requests.scalar.get(resource, 0)
+    return 0
 
 
 def allocatable_and_requested(node: NodeInfo, resource: str, pod_request: int) -> tuple[int, int]:

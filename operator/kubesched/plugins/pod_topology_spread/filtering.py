@@ -6,20 +6,37 @@ nodes that pass the pod's nodeSelector and required node affinity and carry ever
 key; a node fits when its domain's count, plus one if the pod matches itself, minus the smallest
 count does not exceed maxSkew. A node without a constraint's key does not fit. Also the parsed
 constraints and the default constraints both halves of the plugin share.
+
+The constraint fields newer than 1.20 follow kube-scheduler 1.32 (podtopologyspread/common.go,
+filtering.go): `matchLabelKeys` (the pod's values for those keys ANDed into the selector, keys the
+pod lacks ignored), `minDomains` (while fewer domains are eligible, the global minimum is 0),
+`nodeAffinityPolicy` (Honor, the default: only nodes matching the pod's nodeSelector and required
+node affinity count; Ignore: every node) and `nodeTaintsPolicy` (Ignore, the default; Honor: nodes
+with a NoSchedule or NoExecute taint the pod does not tolerate do not count). A pod that uses any
+of them, or that is spread by a policy's `podTopologySpreadDefaultConstraints`, is spread by 1.32's
+rules; every other pod by 1.20's, which differ from 1.32's for such a pod in these ways, kept so
+that its placement stays exactly kube-scheduler 1.20's:
+
+- 1.20 counts the matching pods of every node whose domain some eligible node has, even a node
+  that fails the pod's node affinity or lacks another constraint's key; 1.32 counts only the
+  nodes that pass the inclusion policies and carry every key.
+- The score of a node is truncated to an integer in 1.20 and rounded in 1.32 (scoring.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from kubesched.model.nodeinfo import ClusterObjects, NodeInfo, Snapshot
 from kubesched.model.objects import Pod
 from kubesched.model.selectors import LabelSelector, SelectorError
-from kubesched.plugins.framework import FITS, SKIP, Predicate, Reject
+from kubesched.plugins.arguments import ArgumentError
+from kubesched.plugins.framework import FITS, SKIP, PluginSettings, Predicate, Reject
 from kubesched.plugins.helper import default_selector
-from kubesched.plugins.node_affinity.filtering import node_affinity_state
+from kubesched.plugins.node_affinity.filtering import NodeAffinityState, node_affinity_state
+from kubesched.plugins.taint_toleration.filtering import first_untolerated_of
 
 ERR_REASON_CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread constraints"
 ERR_REASON_NODE_LABEL_NOT_MATCH = ERR_REASON_CONSTRAINTS_NOT_MATCH + " (missing required label)"
@@ -29,16 +46,40 @@ SCHEDULE_ANYWAY: Final = "ScheduleAnyway"
 HOSTNAME_LABEL: Final = "kubernetes.io/hostname"
 ZONE_LABEL: Final = "topology.kubernetes.io/zone"
 _MAX_INT32: Final = 2**31 - 1
+HONOR: Final = "Honor"
+IGNORE: Final = "Ignore"
+NODE_INCLUSION_POLICIES: Final = (HONOR, IGNORE)
+# The topologySpreadConstraint fields kube-scheduler 1.20 does not know.
+NEWER_FIELDS: Final = ("matchLabelKeys", "minDomains", "nodeAffinityPolicy", "nodeTaintsPolicy")
+# helper.DoNotScheduleTaintsFilterFunc: the taints nodeTaintsPolicy Honor looks at.
+_DO_NOT_SCHEDULE_EFFECTS: Final = frozenset({"NoSchedule", "NoExecute"})
 
 
 @dataclass(frozen=True, slots=True)
 class SpreadConstraint:
-    """topologySpreadConstraint: a constraint with its selector parsed."""
+    """topologySpreadConstraint: a constraint with its selector parsed (matchLabelKeys merged in)
+    and 1.32's defaults for the fields it leaves out."""
 
     max_skew: int
     topology_key: str
     selector: LabelSelector
     when_unsatisfiable: str = DO_NOT_SCHEDULE
+    min_domains: int = 1
+    node_affinity_policy: str = HONOR
+    node_taints_policy: str = IGNORE
+
+    def includes(self, pod: Pod, affinity: NodeAffinityState | None, node: NodeInfo) -> bool:
+        """matchNodeInclusionPolicies: whether the node's pods and domain count for this constraint."""
+        if (
+            self.node_affinity_policy == HONOR
+            and affinity is not None
+            and not affinity.matches(node.node.labels, node.name)
+        ):
+            return False
+        return (
+            self.node_taints_policy != HONOR
+            or first_untolerated_of(pod, node.node.taints, _DO_NOT_SCHEDULE_EFFECTS) is None
+        )
 
 
 # systemDefaultConstraints (used when the DefaultPodTopologySpread gate is on and the policy
@@ -47,6 +88,56 @@ SYSTEM_DEFAULT_CONSTRAINTS: Final = (
     SpreadConstraint(3, HOSTNAME_LABEL, LabelSelector(), SCHEDULE_ANYWAY),
     SpreadConstraint(5, ZONE_LABEL, LabelSelector(), SCHEDULE_ANYWAY),
 )
+
+
+def _is_set(value: Any) -> bool:
+    return value is not None and value != []
+
+
+def uses_newer_fields(pod: Pod) -> bool:
+    """Whether any of the pod's constraints sets a field 1.20 does not know."""
+    for raw in pod.spec.get("topologySpreadConstraints") or ():
+        if isinstance(raw, Mapping) and any(_is_set(raw.get(key)) for key in NEWER_FIELDS):
+            return True
+    return False
+
+
+def follows_current_rules(pod: Pod, policy_defaults: Sequence[SpreadConstraint]) -> bool:
+    """Whether the pod is spread by 1.32's rules: it uses a newer field, or has no constraints of
+    its own and the policy sets default constraints (a 1.32 setting)."""
+    if pod.spec.get("topologySpreadConstraints"):
+        return uses_newer_fields(pod)
+    return bool(policy_defaults)
+
+
+def _newer_fields(raw: Mapping[str, Any]) -> tuple[int, str, str]:
+    """minDomains, nodeAffinityPolicy and nodeTaintsPolicy, checked, with 1.32's defaults."""
+    min_domains = raw.get("minDomains")
+    if min_domains is None:
+        min_domains = 1
+    elif not isinstance(min_domains, int) or isinstance(min_domains, bool) or min_domains < 1:
+        raise SelectorError(f"minDomains must be an integer greater than zero, got {min_domains!r}")
+    policies = []
+    for key, default in (("nodeAffinityPolicy", HONOR), ("nodeTaintsPolicy", IGNORE)):
+        policy = raw.get(key)
+        if policy is None:
+            policy = default
+        elif policy not in NODE_INCLUSION_POLICIES:
+            raise SelectorError(f"{key} must be Honor or Ignore, got {policy!r}")
+        policies.append(str(policy))
+    return min_domains, policies[0], policies[1]
+
+
+def _with_match_label_keys(selector: LabelSelector, keys: Any, labels: Mapping[str, str]) -> LabelSelector:
+    """mergeLabelSetWithSelector: the pod's values for `keys` ANDed in; a nil selector is dropped."""
+    if not keys:
+        return selector
+    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+        raise SelectorError(f"matchLabelKeys must be a list of label keys, got {keys!r}")
+    values = {key: labels[key] for key in keys if key in labels}
+    if not values:
+        return selector
+    return LabelSelector.from_map(values).add(selector.requirements)
 
 
 def pod_constraints(pod: Pod, action: str) -> tuple[SpreadConstraint, ...]:
@@ -59,7 +150,67 @@ def pod_constraints(pod: Pod, action: str) -> tuple[SpreadConstraint, ...]:
         if not isinstance(max_skew, int):
             raise SelectorError(f"maxSkew must be an integer, got {max_skew!r}")
         selector = LabelSelector.parse(raw.get("labelSelector"))
-        found.append(SpreadConstraint(max_skew, str(raw.get("topologyKey") or ""), selector, action))
+        selector = _with_match_label_keys(selector, raw.get("matchLabelKeys"), pod.labels)
+        min_domains, affinity_policy, taints_policy = _newer_fields(raw)
+        key = str(raw.get("topologyKey") or "")
+        found.append(
+            SpreadConstraint(max_skew, key, selector, action, min_domains, affinity_policy, taints_policy)
+        )
+    return tuple(found)
+
+
+_DEFAULT_CONSTRAINT_FIELDS: Final = (
+    "maxSkew",
+    "topologyKey",
+    "whenUnsatisfiable",
+    "minDomains",
+    "nodeAffinityPolicy",
+    "nodeTaintsPolicy",
+)
+
+
+def parse_default_constraints(raw: Any) -> tuple[SpreadConstraint, ...]:
+    """PodTopologySpreadArgs.defaultConstraints (List defaulting), validated as 1.32's
+    validateDefaultConstraints does; their selector is each pod's own. Raises ArgumentError."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise ArgumentError("", f"must be a list of constraints, got {raw!r}")
+    found: list[SpreadConstraint] = []
+    seen: set[tuple[str, str]] = set()
+    for i, entry in enumerate(raw):
+        path = f"[{i}]"
+        if not isinstance(entry, Mapping):
+            raise ArgumentError(path, f"must be an object, got {entry!r}")
+        for key in entry:
+            if key not in _DEFAULT_CONSTRAINT_FIELDS:
+                # labelSelector and matchLabelKeys included: the selector is each pod's Services'
+                # and controllers', so they would have no effect.
+                accepted = ", ".join(_DEFAULT_CONSTRAINT_FIELDS)
+                raise ArgumentError(f"{path}.{key}", f"unknown field (accepted: {accepted})")
+        max_skew = entry.get("maxSkew")
+        if not isinstance(max_skew, int) or isinstance(max_skew, bool) or max_skew < 1:
+            raise ArgumentError(f"{path}.maxSkew", f"must be an integer greater than zero, got {max_skew!r}")
+        key = entry.get("topologyKey")
+        if not isinstance(key, str) or not key:
+            raise ArgumentError(f"{path}.topologyKey", f"must be a non-empty string, got {key!r}")
+        action = entry.get("whenUnsatisfiable")
+        if action not in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY):
+            raise ArgumentError(
+                f"{path}.whenUnsatisfiable", f"must be DoNotSchedule or ScheduleAnyway, got {action!r}"
+            )
+        if (key, action) in seen:
+            raise ArgumentError(path, f"duplicate constraint on {key!r} for {action}")
+        seen.add((key, action))
+        try:
+            min_domains, affinity_policy, taints_policy = _newer_fields(entry)
+        except SelectorError as exc:
+            raise ArgumentError(path, str(exc)) from exc
+        found.append(
+            SpreadConstraint(
+                max_skew, key, LabelSelector(), str(action), min_domains, affinity_policy, taints_policy
+            )
+        )
     return tuple(found)
 
 
@@ -76,7 +227,7 @@ def constraints_for(
     selector = default_selector(pod, objects)
     if selector.empty:
         return ()
-    return tuple(SpreadConstraint(c.max_skew, c.topology_key, selector, action) for c in wanted)
+    return tuple(replace(c, selector=selector) for c in wanted)
 
 
 def has_all_keys(labels: Mapping[str, str], constraints: Sequence[SpreadConstraint]) -> bool:
@@ -121,7 +272,8 @@ class MatchCounter:
 class SpreadState:
     constraints: tuple[SpreadConstraint, ...]
     counts: Mapping[tuple[str, str], int]  # (key, value) -> matching pods
-    minimum: Mapping[str, int]  # key -> smallest count over its values
+    # key -> the global minimum; a key missing (1.32's rules, no eligible domain): no constraint.
+    minimum: Mapping[str, int]
 
 
 def spread_counts(
@@ -153,22 +305,67 @@ def spread_counts(
     return counts
 
 
+def current_spread_counts(
+    pod: Pod, constraints: Sequence[SpreadConstraint], snapshot: Snapshot
+) -> dict[tuple[str, str], int]:
+    """1.32's calPreFilterState counting: every node carrying all the keys counts, for each
+    constraint whose inclusion policies admit it, its pods in its domain."""
+    affinity = node_affinity_state(pod)
+    counts: dict[tuple[str, str], int] = {}
+    counters = [(c, MatchCounter(snapshot, c.selector, pod.namespace)) for c in constraints]
+    for node in snapshot.nodes:
+        labels = node.node.labels
+        if not has_all_keys(labels, constraints):
+            continue
+        for c, counter in counters:
+            if c.includes(pod, affinity, node):
+                pair = (c.topology_key, labels[c.topology_key])
+                counts[pair] = counts.get(pair, 0) + counter(node)
+    return counts
+
+
+def current_minimum(
+    constraints: Sequence[SpreadConstraint], counts: Mapping[tuple[str, str], int]
+) -> dict[str, int]:
+    """1.32's minMatchNum per key: 0 while fewer domains than minDomains are eligible; no entry
+    for a key without any eligible domain (1.32 then skips the constraint)."""
+    by_key: dict[str, list[int]] = {}
+    for (key, _), count in counts.items():
+        by_key.setdefault(key, []).append(count)
+    minimum: dict[str, int] = {}
+    for c in constraints:
+        found = by_key.get(c.topology_key)
+        if found:
+            minimum[c.topology_key] = 0 if len(found) < c.min_domains else min(found)
+    return minimum
+
+
 class EvenPodsSpread(Predicate):
     name = "EvenPodsSpread"
     unresolvable_reasons = frozenset({ERR_REASON_NODE_LABEL_NOT_MATCH})
     pod_dependent = True
 
+    def __init__(self, default_constraints: Sequence[SpreadConstraint] = ()) -> None:
+        # A policy's podTopologySpreadDefaultConstraints; 1.20's system defaults have no
+        # DoNotSchedule constraint, so without a policy list no default filters.
+        self.default_constraints = tuple(default_constraints)
+
+    @classmethod
+    def from_settings(cls, settings: PluginSettings) -> Predicate:
+        return cls(parse_default_constraints(list(settings.default_constraints) or None))
+
     def prefilter(self, pod: Pod, snapshot: Snapshot) -> Any:
-        if not pod.spec.get("topologySpreadConstraints"):
-            # The default constraints applied to the filter are the DoNotSchedule ones: the
-            # system defaults have none.
+        if not pod.spec.get("topologySpreadConstraints") and not self.default_constraints:
             return SKIP
         try:
-            constraints = pod_constraints(pod, DO_NOT_SCHEDULE)
+            constraints = constraints_for(pod, DO_NOT_SCHEDULE, self.default_constraints, snapshot.objects)
         except SelectorError as exc:
             return Reject((f"obtaining pod's hard topology spread constraints: {exc}",))
         if not constraints:
             return SKIP
+        if follows_current_rules(pod, self.default_constraints):
+            counts = current_spread_counts(pod, constraints, snapshot)
+            return SpreadState(constraints, counts, current_minimum(constraints, counts))
         counts = spread_counts(pod, constraints, snapshot)
         minimum: dict[str, int] = {c.topology_key: _MAX_INT32 for c in constraints}
         for (key, _), count in counts.items():
@@ -181,8 +378,11 @@ class EvenPodsSpread(Predicate):
             value = labels.get(c.topology_key)
             if value is None:
                 return (ERR_REASON_NODE_LABEL_NOT_MATCH,)
+            minimum = state.minimum.get(c.topology_key)
+            if minimum is None:
+                continue
             self_match = 1 if c.selector.matches(pod.labels) else 0
-            skew = state.counts.get((c.topology_key, value), 0) + self_match - state.minimum[c.topology_key]
+            skew = state.counts.get((c.topology_key, value), 0) + self_match - minimum
             if skew > c.max_skew:
                 return (ERR_REASON_CONSTRAINTS_NOT_MATCH,)
         return FITS

@@ -11,10 +11,17 @@ SelectorSpreadPriority is the older SelectorSpread plugin (plugins/selector_spre
 Both names configure one plugin in 1.20, so a policy naming both gets one priority, weighted by the
 larger of the two weights.
 
+A policy's `podTopologySpreadDefaultConstraints` (1.32's List defaulting) replace the system
+defaults for both names.
+
 Each constraint adds `count * log(domains + 2) + maxSkew - 1` for the node's domain, where
 `count` is the matching pods in that domain over the nodes passing the pod's node selector and
 affinity (for the hostname key, on the node itself). Nodes missing a key score 0; the others
 `100 * (max + min - score) / max`.
+
+A pod spread by 1.32's rules (filtering.py says which) counts, for each constraint, the nodes its
+inclusion policies admit instead of those passing the node affinity, and its node scores are
+rounded rather than truncated; the vectorised path leaves such pods to the per-node one.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
 from kubesched.model.selectors import SelectorError
 from kubesched.model.table import BoolArray, IntArray, NodeTable
-from kubesched.plugins.framework import MAX_NODE_SCORE, Priority
+from kubesched.plugins.framework import MAX_NODE_SCORE, PluginSettings, Priority
 from kubesched.plugins.node_affinity.filtering import affinity_mask, node_affinity_state
 from kubesched.plugins.pod_topology_spread.filtering import (
     HOSTNAME_LABEL,
@@ -39,7 +46,9 @@ from kubesched.plugins.pod_topology_spread.filtering import (
     MatchCounter,
     SpreadConstraint,
     constraints_for,
+    follows_current_rules,
     has_all_keys,
+    parse_default_constraints,
 )
 
 _IGNORED = -1
@@ -52,6 +61,7 @@ class SpreadScoreState:
     counts: dict[tuple[str, str], int]
     weights: tuple[float, ...]  # topologyNormalizingWeight per constraint
     counters: tuple[MatchCounter, ...]  # per constraint
+    rounded: bool = False  # 1.32's rules round a node's score; 1.20 truncates it
 
 
 def topology_normalizing_weight(size: int) -> float:
@@ -67,17 +77,32 @@ class PodTopologySpreadPriority(Priority):
     plugin = "PodTopologySpread"
     weight_rule = "max"
 
-    def __init__(self, system_defaults: bool = False) -> None:
+    def __init__(
+        self, system_defaults: bool = False, default_constraints: Sequence[SpreadConstraint] = ()
+    ) -> None:
         self.system_defaults = system_defaults
+        # A policy's podTopologySpreadDefaultConstraints, which replace the system defaults.
+        self.default_constraints = tuple(default_constraints)
+
+    @classmethod
+    def from_settings(cls, settings: PluginSettings) -> Priority:
+        return spread_priority(settings, system_defaults=False)
 
     def merge(self, other: Priority) -> Priority:
         assert isinstance(other, PodTopologySpreadPriority)
-        return PodTopologySpreadPriority(self.system_defaults or other.system_defaults)
+        return PodTopologySpreadPriority(
+            self.system_defaults or other.system_defaults,
+            self.default_constraints or other.default_constraints,
+        )
+
+    def _defaults(self) -> tuple[SpreadConstraint, ...]:
+        if self.default_constraints:
+            return self.default_constraints
+        return SYSTEM_DEFAULT_CONSTRAINTS if self.system_defaults else ()
 
     def prescore(self, pod: Pod, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> Any:
-        defaults = SYSTEM_DEFAULT_CONSTRAINTS if self.system_defaults else ()
         try:
-            constraints = constraints_for(pod, SCHEDULE_ANYWAY, defaults, snapshot.objects)
+            constraints = constraints_for(pod, SCHEDULE_ANYWAY, self._defaults(), snapshot.objects)
         except SelectorError:
             return None  # the API server validates constraints; a broken one spreads nothing
         if not constraints or not nodes or not snapshot.nodes:
@@ -105,23 +130,27 @@ class PodTopologySpreadPriority(Priority):
             for i, c in enumerate(constraints)
         )
         counters = tuple(MatchCounter(snapshot, c.selector, pod.namespace) for c in constraints)
-        # The pods of every node that passes the pod's node selector and affinity count.
+        current = follows_current_rules(pod, self.default_constraints)
+        # The pods of every node that passes the pod's node selector and affinity count (1.32's
+        # rules: the nodes each constraint's inclusion policies admit).
         if counts:
             affinity = node_affinity_state(pod)
-            keyed = [(c.topology_key, counter) for c, counter in zip(constraints, counters, strict=True)]
+            keyed = list(zip(constraints, counters, strict=True))
             for node in snapshot.nodes:
                 if not node.pods:
                     continue
                 labels = node.node.labels
-                if affinity is not None and not affinity.matches(labels, node.name):
+                if not current and affinity is not None and not affinity.matches(labels, node.name):
                     continue
                 if not has_all_keys(labels, constraints):
                     continue
-                for key, counter in keyed:
-                    pair = (key, labels[key])
+                for c, counter in keyed:
+                    if current and not c.includes(pod, affinity, node):
+                        continue
+                    pair = (c.topology_key, labels[c.topology_key])
                     if pair in counts:
                         counts[pair] += counter(node)
-        return SpreadScoreState(constraints, frozenset(ignored), counts, weights, counters)
+        return SpreadScoreState(constraints, frozenset(ignored), counts, weights, counters, current)
 
     def score(self, pod: Pod, state: Any, node: NodeInfo) -> int:
         if state is None:
@@ -139,7 +168,8 @@ class PodTopologySpreadPriority(Priority):
                 counter(node) if c.topology_key == HOSTNAME_LABEL else state.counts[(c.topology_key, value)]
             )
             total += score_for_count(count, c.max_skew, weight)
-        return int(total)
+        # Go's math.Round rounds halves away from zero; the total is never negative.
+        return math.floor(total + 0.5) if state.rounded else int(total)
 
     def normalize(self, pod: Pod, state: Any, nodes: Sequence[NodeInfo], scores: list[int]) -> None:
         if state is None:
@@ -161,9 +191,10 @@ class PodTopologySpreadPriority(Priority):
         self, pod: Pod, snapshot: Snapshot, table: NodeTable, rows: IntArray, nodes: Sequence[NodeInfo]
     ) -> IntArray | None:
         """prescore, score and normalize over arrays, in the same float64 operations."""
-        defaults = SYSTEM_DEFAULT_CONSTRAINTS if self.system_defaults else ()
+        if follows_current_rules(pod, self.default_constraints):
+            return None  # per-constraint inclusion policies: per node
         try:
-            constraints = constraints_for(pod, SCHEDULE_ANYWAY, defaults, snapshot.objects)
+            constraints = constraints_for(pod, SCHEDULE_ANYWAY, self._defaults(), snapshot.objects)
         except SelectorError:
             constraints = ()
         if not constraints or not nodes or not snapshot.nodes:
@@ -216,3 +247,10 @@ class PodTopologySpreadPriority(Priority):
             normalised = MAX_NODE_SCORE * (high + low - scores) // high
         result: IntArray = np.where(scored, normalised, 0)
         return result
+
+
+def spread_priority(settings: PluginSettings, *, system_defaults: bool) -> PodTopologySpreadPriority:
+    """The priority a policy configures, with the system defaults (SelectorSpreadPriority's mapping)
+    or without, and the policy's own default constraints."""
+    defaults = parse_default_constraints(list(settings.default_constraints) or None)
+    return PodTopologySpreadPriority(system_defaults, defaults)

@@ -21,7 +21,7 @@ from kubesched.model.objects import Pod
 from kubesched.model.selectors import LabelSelector
 from kubesched.plugins.framework import MAX_NODE_SCORE, PluginSettings, Priority
 from kubesched.plugins.helper import default_selector
-from kubesched.plugins.pod_topology_spread.scoring import PodTopologySpreadPriority
+from kubesched.plugins.pod_topology_spread.scoring import spread_priority
 
 ZONE_WEIGHTING = 2.0 / 3.0
 
@@ -46,7 +46,7 @@ class SelectorSpreadPriority(Priority):
         """This plugin with the DefaultPodTopologySpread gate off; on, PodTopologySpread with the
         system default constraints."""
         if settings.default_pod_topology_spread:
-            return PodTopologySpreadPriority(system_defaults=True)
+            return spread_priority(settings, system_defaults=True)
         return cls()
 
     def prescore(self, pod: Pod, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> Any:
