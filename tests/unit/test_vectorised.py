@@ -92,6 +92,30 @@ def nodes(draw: st.DrawFn) -> list[dict[str, Any]]:
     return made
 
 
+# Plain 1.20 constraints (the vectorised score path) and ones with 1.32's fields (the per-node path).
+_WEB = {"matchLabels": {"app": "web"}}
+SPREAD_CONSTRAINTS = (
+    {"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": _WEB},
+    {"maxSkew": 2, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule", "labelSelector": _WEB},
+    {
+        "maxSkew": 1,
+        "topologyKey": ZONE,
+        "whenUnsatisfiable": "ScheduleAnyway",
+        "labelSelector": {},
+        "matchLabelKeys": ["app"],
+        "nodeTaintsPolicy": "Honor",
+    },
+    {
+        "maxSkew": 1,
+        "topologyKey": ZONE,
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": _WEB,
+        "minDomains": 3,
+        "nodeAffinityPolicy": "Ignore",
+    },
+)
+
+
 @st.composite
 def pods(draw: st.DrawFn, count: int) -> list[dict[str, Any]]:
     made = []
@@ -132,6 +156,11 @@ def pods(draw: st.DrawFn, count: int) -> list[dict[str, Any]]:
         if draw(st.integers(0, 3)) == 0:
             kind = draw(st.sampled_from(["podAffinity", "podAntiAffinity"]))
             pod_term = {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": ZONE}
+            namespace_selector = draw(
+                st.sampled_from([None, {}, {"matchLabels": {"team": "a"}}, {"matchLabels": {"team": "b"}}])
+            )
+            if namespace_selector is not None:
+                pod_term["namespaceSelector"] = namespace_selector
             rule = (
                 {"requiredDuringSchedulingIgnoredDuringExecution": [pod_term]}
                 if draw(st.booleans())
@@ -153,6 +182,15 @@ def pods(draw: st.DrawFn, count: int) -> list[dict[str, Any]]:
             affinity=affinity,
         )
         pod["spec"]["containers"][0]["image"] = draw(st.sampled_from(IMAGES))
+        spread = draw(st.sampled_from([None, *SPREAD_CONSTRAINTS]))
+        if spread is not None:
+            pod["spec"]["topologySpreadConstraints"] = [spread]
+        if draw(st.integers(0, 3)) == 0:
+            # An init container, or a sidecar (restartPolicy: Always) whose requests add up.
+            init = {"name": "init", "image": IMAGES[0], "resources": {"requests": {"cpu": "500m"}}}
+            if draw(st.booleans()):
+                init["restartPolicy"] = "Always"
+            pod["spec"]["initContainers"] = [init]
         if draw(st.booleans()):
             pod["metadata"]["ownerReferences"] = [
                 {
@@ -167,6 +205,10 @@ def pods(draw: st.DrawFn, count: int) -> list[dict[str, Any]]:
     return made
 
 
+NAMESPACES = {
+    "ns": {"metadata": {"name": "ns", "labels": {"team": "a"}}},
+    "other": {"metadata": {"name": "other", "labels": {"team": "b"}}},
+}
 SERVICES = {
     "ns/web": {"metadata": {"name": "web", "namespace": "ns"}, "spec": {"selector": {"app": "web"}}},
     "ns/db": {"metadata": {"name": "db", "namespace": "ns"}, "spec": {"selector": {"app": "db"}}},
@@ -212,7 +254,7 @@ def test_vectorised_and_per_node_paths_decide_alike(
 
     def fresh() -> Snapshot:
         infos = [NodeInfo(node_from_dict(n)) for n in raw_nodes]
-        return Snapshot.of(infos, ClusterObjects(services=SERVICES))
+        return Snapshot.of(infos, ClusterObjects(services=SERVICES, namespaces=NAMESPACES))
 
     vectorised = fresh()
     expected = decisions(replace(algorithm, vectorised=False), fresh(), pending)

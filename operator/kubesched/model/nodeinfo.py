@@ -92,6 +92,7 @@ class ClusterObjects:
     persistent_volume_claims: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     storage_classes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     csi_nodes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    namespaces: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # for namespaceSelector
 
 
 @dataclass(frozen=True, slots=True)

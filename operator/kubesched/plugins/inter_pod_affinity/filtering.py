@@ -6,6 +6,10 @@ affinity terms, those matching each of its anti-affinity terms, and the existing
 anti-affinity terms match the pod; Filter then only looks the node's labels up. The existing
 pods' anti-affinity comes from the nodes that hold such pods (Snapshot's index), their terms
 parsed once when they joined the node (NodeInfo.pods_with_affinity).
+
+namespaceSelector (1.32): the pod's own terms have theirs resolved into namespace names against
+the Namespace objects at PreFilter; an existing pod's term is matched against the labels of the
+incoming pod's namespace.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kubesched.model.affinity import AffinityTerm, PodAffinity, parse_pod_affinity
+from kubesched.model.affinity import AffinityTerm, PodAffinity, namespace_labels, parse_pod_affinity
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
 from kubesched.plugins.framework import FITS, SKIP, Predicate, Reject
@@ -28,7 +32,7 @@ TopologyCounts = dict[tuple[str, str], int]
 
 
 def matches_all(pod: Pod, terms: Sequence[AffinityTerm]) -> bool:
-    """podMatchesAllAffinityTerms: false for no terms."""
+    """podMatchesAllAffinityTerms: false for no terms (their namespaceSelectors already resolved)."""
     return bool(terms) and all(term.matches(pod) for term in terms)
 
 
@@ -42,11 +46,15 @@ def _add(counts: TopologyCounts, term: AffinityTerm, labels: Mapping[str, str]) 
 def existing_anti_affinity_counts(pod: Pod, snapshot: Snapshot) -> TopologyCounts:
     """getTPMapMatchingExistingAntiAffinity."""
     counts: TopologyCounts = {}
-    for node in snapshot.nodes_with_required_anti_affinity():
+    nodes = snapshot.nodes_with_required_anti_affinity()
+    if not nodes:
+        return counts
+    ns_labels = namespace_labels(snapshot.objects.namespaces, pod.namespace)
+    for node in nodes:
         labels = node.node.labels
         for existing in node.pods_with_required_anti_affinity:
             for term in existing.required_anti_affinity:
-                if term.matches(pod):
+                if term.matches(pod, ns_labels):
                     _add(counts, term, labels)
     return counts
 
@@ -122,6 +130,7 @@ class MatchInterPodAffinity(Predicate):
         info = parse_pod_affinity(pod)
         if info.parse_error is not None:
             return Reject((f"parsing pod: {info.parse_error}",))
+        info = info.with_namespaces(snapshot.objects.namespaces)
         existing_anti = existing_anti_affinity_counts(pod, snapshot)
         affinity, anti = incoming_counts(info, snapshot)
         if not existing_anti and not info.required_affinity and not info.required_anti_affinity:

@@ -7,6 +7,10 @@ own preferred terms the incoming pod matches does the same, while its required a
 `hardPodAffinitySymmetricWeight`. A node scores the sum over its labels; scores are then scaled
 between the lowest and the highest. Unless the pod has preferred terms of its own, only nodes
 holding pods with affinity are looked at (Snapshot's index).
+
+namespaceSelector (1.32): the pod's preferred terms have theirs resolved into namespace names
+against the Namespace objects; an existing pod's terms are matched against the labels of the
+incoming pod's namespace.
 """
 
 from __future__ import annotations
@@ -16,7 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from kubesched.model.affinity import AffinityTerm, PodAffinity, WeightedAffinityTerm, parse_pod_affinity
+from kubesched.model.affinity import (
+    AffinityTerm,
+    PodAffinity,
+    WeightedAffinityTerm,
+    namespace_labels,
+    parse_pod_affinity,
+)
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
 from kubesched.model.table import IntArray, NodeTable
@@ -26,13 +36,19 @@ TopologyScore = dict[str, dict[str, int]]
 
 
 def _process(
-    scores: TopologyScore, term: AffinityTerm, weight: int, pod: Pod, labels: Mapping[str, str]
+    scores: TopologyScore,
+    term: AffinityTerm,
+    weight: int,
+    pod: Pod,
+    labels: Mapping[str, str],
+    ns_labels: Mapping[str, str] | None = None,
 ) -> None:
-    """processTerm: `pod` matching `term` adds `weight` at the fixed node's topology value."""
+    """processTerm: `pod` (its namespace labelled `ns_labels`) matching `term` adds `weight` at the
+    fixed node's topology value."""
     if not labels:
         return
     value = labels.get(term.topology_key)
-    if value is not None and term.matches(pod):
+    if value is not None and term.matches(pod, ns_labels):
         by_value = scores.setdefault(term.topology_key, {})
         by_value[value] = by_value.get(value, 0) + weight
 
@@ -43,9 +59,10 @@ def _process_weighted(
     pod: Pod,
     labels: Mapping[str, str],
     sign: int,
+    ns_labels: Mapping[str, str] | None = None,
 ) -> None:
     for weighted in terms:
-        _process(scores, weighted.term, weighted.weight * sign, pod, labels)
+        _process(scores, weighted.term, weighted.weight * sign, pod, labels, ns_labels)
 
 
 class InterPodAffinityPriority(Priority):
@@ -60,21 +77,29 @@ class InterPodAffinityPriority(Priority):
         return cls(settings.hard_pod_affinity_symmetric_weight)
 
     def _existing(
-        self, scores: TopologyScore, incoming: PodAffinity, existing: PodAffinity, node: NodeInfo
+        self,
+        scores: TopologyScore,
+        incoming: PodAffinity,
+        existing: PodAffinity,
+        node: NodeInfo,
+        ns_labels: Mapping[str, str],
     ) -> None:
-        """processExistingPod."""
+        """processExistingPod; `ns_labels`: the labels of the incoming pod's namespace."""
         labels = node.node.labels
         pod = incoming.pod
+        # The incoming pod's terms have their namespaceSelector resolved: no labels needed.
         _process_weighted(scores, incoming.preferred_affinity, existing.pod, labels, 1)
         _process_weighted(scores, incoming.preferred_anti_affinity, existing.pod, labels, -1)
         if self.hard_pod_affinity_weight > 0:
             for term in existing.required_affinity:
-                _process(scores, term, self.hard_pod_affinity_weight, pod, labels)
-        _process_weighted(scores, existing.preferred_affinity, pod, labels, 1)
-        _process_weighted(scores, existing.preferred_anti_affinity, pod, labels, -1)
+                _process(scores, term, self.hard_pod_affinity_weight, pod, labels, ns_labels)
+        _process_weighted(scores, existing.preferred_affinity, pod, labels, 1, ns_labels)
+        _process_weighted(scores, existing.preferred_anti_affinity, pod, labels, -1, ns_labels)
 
     def prescore(self, pod: Pod, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> Any:
-        incoming = parse_pod_affinity(pod)
+        namespaces = snapshot.objects.namespaces
+        incoming = parse_pod_affinity(pod).with_namespaces(namespaces)
+        ns_labels = namespace_labels(namespaces, pod.namespace)
         scores: TopologyScore = {}
         if incoming.preferred_affinity or incoming.preferred_anti_affinity:
             # Every existing pod may match the pod's preferred terms.
@@ -82,11 +107,11 @@ class InterPodAffinityPriority(Priority):
                 with_affinity = {p.pod.uid: p for p in node.pods_with_affinity}
                 for existing in node.pods.values():
                     info = with_affinity.get(existing.uid) or PodAffinity(existing)
-                    self._existing(scores, incoming, info, node)
+                    self._existing(scores, incoming, info, node, ns_labels)
         else:
             for node in snapshot.nodes_with_pod_affinity():
                 for info in node.pods_with_affinity:
-                    self._existing(scores, incoming, info, node)
+                    self._existing(scores, incoming, info, node, ns_labels)
         return scores
 
     def score(self, pod: Pod, state: Any, node: NodeInfo) -> int:
