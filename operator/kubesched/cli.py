@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import click
 from click.decorators import FC
@@ -48,6 +48,22 @@ def _duration_option(flag: str, default: str, description: str) -> Callable[[FC]
     return click.option(flag, type=Duration(), default=default, show_default=True, help=description)
 
 
+def _policy_config_file_option(description: str) -> Callable[[FC], FC]:
+    """--policy-config-file, a legacy Policy file; each command says what it uses it for."""
+    return click.option(
+        "--policy-config-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help=description
+    )
+
+
+# Options the tools take alike.
+_kubeconfig_option: Final = click.option(
+    "--kubeconfig", type=click.Path(dir_okay=False), help="Kubeconfig; default $KUBECONFIG or in-cluster."
+)
+_table_or_json_option: Final = click.option(
+    "-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
+
+
 @main.command()
 @click.option(
     "--kubeconfig",
@@ -60,10 +76,8 @@ def _duration_option(flag: str, default: str, description: str) -> Callable[[FC]
     show_default=True,
     help="Pods with this spec.schedulerName are ours.",
 )
-@click.option(
-    "--policy-config-file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Legacy Policy file (JSON or YAML). Without it, kube-scheduler 1.20's default algorithm.",
+@_policy_config_file_option(
+    "Legacy Policy file (JSON or YAML). Without it, kube-scheduler 1.20's default algorithm."
 )
 @click.option(
     "--kube-api-qps", default=50.0, show_default=True, help="Client-side requests per second (0: unlimited)."
@@ -183,8 +197,16 @@ def policy() -> None:
     show_default=True,
     help="Refuse a policy the operator would reject.",
 )
-def convert(file: Path, name: str | None, scheduler_name: str | None, output: str, validate: bool) -> None:
-    """Print a legacy Policy file (JSON or YAML, kind: Policy) as a SchedulerPolicy manifest."""
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Fail when a KubeSchedulerConfiguration holds settings with no SchedulerPolicy equivalent.",
+)
+def convert(
+    file: Path, name: str | None, scheduler_name: str | None, output: str, validate: bool, strict: bool
+) -> None:
+    """Print a legacy Policy file (JSON or YAML, kind: Policy) as a SchedulerPolicy manifest, or a
+    KubeSchedulerConfiguration (v1, v1beta3) as one SchedulerPolicy per profile."""
     import json
 
     import yaml
@@ -192,8 +214,16 @@ def convert(file: Path, name: str | None, scheduler_name: str | None, output: st
     from kubesched.kube.extender_transport import HTTPTransport
     from kubesched.policy.compile import PolicyError, compile_policy
     from kubesched.policy.files import load_policy_file
+    from kubesched.policy.kubescheduler_config import parse_configuration_text
     from kubesched.policy.store import is_object_name, policy_manifest
 
+    try:
+        configuration = parse_configuration_text(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        configuration = None  # the legacy path reports why the file cannot be read
+    if configuration is not None:
+        _convert_configuration(file, configuration, name, scheduler_name, output, validate, strict)
+        return
     name = name or scheduler_name or "kubesched"
     if not is_object_name(name):
         raise click.BadParameter(f"{name!r} is not an RFC 1123 subdomain", param_hint="--name")
@@ -215,20 +245,69 @@ def convert(file: Path, name: str | None, scheduler_name: str | None, output: st
         click.echo(yaml.safe_dump(manifest, sort_keys=False), nl=False)
 
 
+def _convert_configuration(
+    file: Path,
+    document: dict[str, Any],
+    name: str | None,
+    scheduler_name: str | None,
+    output: str,
+    validate: bool,
+    strict: bool,
+) -> None:
+    """`policy convert` of a KubeSchedulerConfiguration: what is not converted goes to stderr."""
+    import json
+
+    import yaml
+
+    from kubesched.kube.extender_transport import HTTPTransport
+    from kubesched.policy.compile import PolicyError
+    from kubesched.policy.kubescheduler_config import configuration_manifests, convert_configuration
+    from kubesched.policy.store import compile_spec, is_object_name
+
+    try:
+        profiles, unconverted = convert_configuration(document)
+        manifests = configuration_manifests(profiles, name, scheduler_name)
+    except PolicyError as exc:
+        raise click.ClickException(f"{file}: {exc}") from exc
+    for manifest in manifests:
+        policy_name = manifest["metadata"]["name"]
+        if not is_object_name(policy_name):
+            raise click.ClickException(
+                f"{file}: {policy_name!r} is not an RFC 1123 subdomain: give the policy a name with --name"
+            )
+        if validate:
+            try:
+                compile_spec(manifest["spec"], policy_name, HTTPTransport)
+            except PolicyError as exc:
+                message = f"{file}: profile {policy_name}: {exc} (--no-validate converts it anyway)"
+                raise click.ClickException(message) from exc
+    for entry in unconverted:
+        click.echo(f"warning: {entry}", err=True)
+    if strict and unconverted:
+        raise click.ClickException(
+            f"{file}: {len(unconverted)} setting(s) not converted, see the warnings (--strict)"
+        )
+    if output == "json":
+        single = len(manifests) == 1
+        body = manifests[0] if single else {"apiVersion": "v1", "kind": "List", "items": manifests}
+        click.echo(json.dumps(body, indent=2))
+        return
+    click.echo(f"# SchedulerPolicies converted from {file.name} ({document['apiVersion']})")
+    for entry in unconverted:
+        click.echo(f"# warning: {entry}")
+    click.echo(yaml.safe_dump_all(manifests, sort_keys=False), nl=False)
+
+
 @main.command()
 @click.argument("pod", metavar="NAMESPACE/POD")
-@click.option(
-    "--kubeconfig", type=click.Path(dir_okay=False), help="Kubeconfig; default $KUBECONFIG or in-cluster."
-)
+@_kubeconfig_option
 @click.option(
     "--scheduler-name",
     default=None,
     help="Profile whose policy runs (its active SchedulerPolicy, if any); default the pod's schedulerName.",
 )
-@click.option(
-    "--policy-config-file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Legacy Policy file used when no SchedulerPolicy drives the profile; default the built-in default.",
+@_policy_config_file_option(
+    "Legacy Policy file used when no SchedulerPolicy drives the profile; default the built-in default."
 )
 @click.option(
     "--snapshot",
@@ -237,7 +316,7 @@ def convert(file: Path, name: str | None, scheduler_name: str | None, output: st
     default=None,
     help="Read the cluster state from a file `kubesched snapshot save` wrote, instead of the API server.",
 )
-@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@_table_or_json_option
 def explain(
     pod: str,
     kubeconfig: str | None,
@@ -279,14 +358,67 @@ def load_snapshot(path: str) -> Any:
         raise click.ClickException(str(exc)) from exc
 
 
-async def _read_live(kubeconfig: str | None) -> Any:
+def _read_live(kubeconfig: str | None) -> Any:
+    """The cluster state (a `ClusterState`) from the API server `kubeconfig` names."""
+    from kubesched.tools.explain import read_live_state
 
-    from kubesched.kube.client import api_client, load_configuration
-    from kubesched.tools.snapshot import read_cluster
+    return asyncio.run(read_live_state(kubeconfig))[0]
 
-    conf = await load_configuration(kubeconfig)
-    async with api_client(conf) as api:
-        return await read_cluster(api)
+
+def run_simulation(
+    policy_file: str,
+    selector: str,
+    nodes_from: str,
+    scheduler_name: str | None,
+    policy_config_file: Path | None,
+    read_live: Callable[[], Any],
+    *,
+    namespace: str | None,
+    replay: bool,
+    seed: int,
+) -> Any:
+    """`simulate` for both of its commands: read the candidate, the cluster state (`read_live()` when
+    `nodes_from` is live) and the current policy, place the pods, and return the `Simulation`; what
+    is wrong with the input is a click error."""
+    from kubesched.policy.compile import PolicyError
+    from kubesched.tools.explain import algorithm_for
+    from kubesched.tools.simulate import SimulateError, parse_label_selector, read_candidate, simulate
+    from kubesched.tools.snapshot import STDIO
+
+    try:
+        pods = parse_label_selector(selector)
+    except SimulateError as exc:
+        raise click.BadParameter(str(exc), param_hint="--pods") from exc
+    try:
+        name, candidate = read_candidate(policy_file, scheduler_name or "kubesched")
+    except PolicyError as exc:
+        raise click.ClickException(f"--policy {exc}") from exc
+    name = scheduler_name or name
+    try:
+        state = read_live() if nodes_from == "live" else load_snapshot(nodes_from)
+        try:
+            current, source = algorithm_for(name, state.policies, policy_config_file)
+        except PolicyError as exc:
+            raise click.ClickException(f"current policy: {exc}") from exc
+        try:
+            return simulate(
+                state,
+                candidate,
+                current,
+                scheduler_name=name,
+                selector=pods,
+                namespace=namespace,
+                replay=replay,
+                seed=seed,
+                candidate_policy="standard input" if policy_file in STDIO else policy_file,
+                current_policy=source,
+            )
+        finally:
+            for extender in current.extenders:
+                extender.close()
+    finally:
+        for extender in candidate.extenders:
+            extender.close()
 
 
 @main.command()
@@ -329,16 +461,12 @@ async def _read_live(kubeconfig: str | None) -> Any:
     show_default=True,
     help="Seed for tie-breaking among equally good nodes, as `kubesched run --seed`.",
 )
-@click.option(
-    "--policy-config-file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="The current policy when no SchedulerPolicy drives the scheduler name (the scheduler's own "
-    "--policy-config-file); default the built-in default.",
+@_policy_config_file_option(
+    "The current policy when no SchedulerPolicy drives the scheduler name (the scheduler's own "
+    "--policy-config-file); default the built-in default."
 )
-@click.option(
-    "--kubeconfig", type=click.Path(dir_okay=False), help="Kubeconfig; default $KUBECONFIG or in-cluster."
-)
-@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@_kubeconfig_option
+@_table_or_json_option
 def simulate(
     policy_file: str,
     selector: str,
@@ -358,50 +486,22 @@ def simulate(
     are. Pods are taken in the scheduler's queue order, ties broken with --seed: a kubesched
     started with that seed and policy on that cluster state binds them to the same nodes.
     """
-    from kubesched.policy.compile import PolicyError
-    from kubesched.tools.explain import algorithm_for
-    from kubesched.tools.simulate import (
-        SimulateError,
-        parse_label_selector,
-        read_candidate,
-        render_json,
-        render_table,
-        simulate,
-    )
+    from kubesched.tools.simulate import render_json, render_table
     from kubesched.tools.snapshot import STDIO
 
     if policy_file in STDIO and nodes_from in STDIO:
         raise click.UsageError("--policy and --nodes-from cannot both read standard input")
-    try:
-        pods = parse_label_selector(selector)
-    except SimulateError as exc:
-        raise click.BadParameter(str(exc), param_hint="--pods") from exc
-    try:
-        name, candidate = read_candidate(policy_file, scheduler_name or "kubesched")
-    except PolicyError as exc:
-        raise click.ClickException(f"--policy {exc}") from exc
-    name = scheduler_name or name
-    state = asyncio.run(_read_live(kubeconfig)) if nodes_from == "live" else load_snapshot(nodes_from)
-    try:
-        current, source = algorithm_for(name, state.policies, policy_config_file)
-    except PolicyError as exc:
-        raise click.ClickException(f"current policy: {exc}") from exc
-    try:
-        result = simulate(
-            state,
-            candidate,
-            current,
-            scheduler_name=name,
-            selector=pods,
-            namespace=namespace,
-            replay=replay,
-            seed=seed,
-            candidate_policy="standard input" if policy_file in STDIO else policy_file,
-            current_policy=source,
-        )
-    finally:
-        for extender in (*candidate.extenders, *current.extenders):
-            extender.close()
+    result = run_simulation(
+        policy_file,
+        selector,
+        nodes_from,
+        scheduler_name,
+        policy_config_file,
+        lambda: _read_live(kubeconfig),
+        namespace=namespace,
+        replay=replay,
+        seed=seed,
+    )
     click.echo(render_json(result) if output == "json" else render_table(result))
 
 
@@ -412,13 +512,11 @@ def snapshot() -> None:
 
 @snapshot.command("save")
 @click.argument("file")
-@click.option(
-    "--kubeconfig", type=click.Path(dir_okay=False), help="Kubeconfig; default $KUBECONFIG or in-cluster."
-)
+@_kubeconfig_option
 def snapshot_save(file: str, kubeconfig: str | None) -> None:
     """Write the cluster state the scheduler sees (nodes, pods, the objects its plugins read,
     SchedulerPolicies) to FILE as JSON; - writes to standard output."""
-    save_snapshot(asyncio.run(_read_live(kubeconfig)), file)
+    save_snapshot(_read_live(kubeconfig), file)
 
 
 def save_snapshot(state: Any, file: str) -> None:

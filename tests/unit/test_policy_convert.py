@@ -1,8 +1,12 @@
-"""`kubesched policy convert`: a legacy Policy file in, a SchedulerPolicy manifest out."""
+"""`kubesched policy convert`: a legacy Policy file in, a SchedulerPolicy manifest out; a
+KubeSchedulerConfiguration in, one SchedulerPolicy per profile out (the conversion itself is
+tested in test_kubescheduler_config.py)."""
 
 from __future__ import annotations
 
 import json
+import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -59,7 +63,11 @@ def test_yaml_input_json_output_and_a_scheduler_name(tmp_path: Path) -> None:
     [
         ('{"kind": "Policy", "predicates": [', "not valid JSON"),
         ("- just\n- a list\n", "a policy file must hold an object, got list"),
-        ('{"kind": "KubeSchedulerConfiguration"}', 'kind: must be "Policy"'),
+        ('{"kind": "Policie"}', 'kind: must be "Policy"'),
+        (
+            '{"kind": "KubeSchedulerConfiguration"}',
+            "apiVersion: must be one of kubescheduler.config.k8s.io/v1,",
+        ),
         ('{"priorities": [{"name": "LeastRequestedPriority", "weight": -1}]}', "priorities[0].weight"),
         (
             '{"predicates": [{"name": "PodFitsResourcez"}]}',
@@ -101,3 +109,134 @@ def test_missing_file_and_bad_name_are_usage_errors(tmp_path: Path) -> None:
     assert code == 2 and "does not exist" in output
     code, output = convert(str(SEED_POLICY), "--name", "Not_A_Name")
     assert code == 2 and "RFC 1123" in output
+
+
+KUBESCHEDULER_CONFIGURATION = """\
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection: {leaderElect: true}
+profiles:
+- schedulerName: default-scheduler
+- schedulerName: gpu-binpack
+  plugins:
+    multiPoint:
+      enabled: [{name: NodeResourcesFit, weight: 5}, {name: Coscheduling}]
+  pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: MostAllocated
+        resources: [{name: cpu, weight: 1}, {name: memory, weight: 1}, {name: nvidia.com/gpu, weight: 5}]
+"""
+WARNINGS = [
+    "warning: leaderElection: leader election has no SchedulerPolicy equivalent "
+    "(use kubesched run's --leader-elect* flags)",
+    "warning: profiles[1].plugins.multiPoint.enabled[1]: plugin Coscheduling (out-of-tree or unknown) "
+    "has no SchedulerPolicy equivalent (kubesched runs in-tree plugins only)",
+]
+
+
+def test_a_kubescheduler_configuration_becomes_one_policy_per_profile(tmp_path: Path) -> None:
+    source = tmp_path / "scheduler-config.yaml"
+    source.write_text(KUBESCHEDULER_CONFIGURATION)
+    result = CliRunner().invoke(main, ["policy", "convert", str(source)])
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines() == WARNINGS
+    # The same warnings as comments, and in each manifest's annotation.
+    assert [line for line in result.stdout.splitlines() if line.startswith("# warning: ")] == [
+        "# " + line for line in WARNINGS
+    ]
+    first, second = yaml.safe_load_all(result.stdout)
+    assert first["metadata"]["name"] == first["spec"]["schedulerName"] == "default-scheduler"
+    assert second["metadata"]["name"] == second["spec"]["schedulerName"] == "gpu-binpack"
+    assert second["spec"]["nodeResourcesScoring"] == {
+        "weight": 5,
+        "type": "MostAllocated",
+        "resources": [
+            {"name": "cpu", "weight": 1},
+            {"name": "memory", "weight": 1},
+            {"name": "nvidia.com/gpu", "weight": 5},
+        ],
+    }
+    annotation = second["metadata"]["annotations"]["kubesched.io/unconverted"]
+    assert annotation.splitlines() == [line.removeprefix("warning: ") for line in WARNINGS]
+    for manifest in (first, second):
+        compile_spec(manifest["spec"], "kubesched")
+
+
+def test_strict_refuses_a_configuration_with_unconverted_settings(tmp_path: Path) -> None:
+    source = tmp_path / "scheduler-config.yaml"
+    source.write_text(KUBESCHEDULER_CONFIGURATION)
+    result = CliRunner().invoke(main, ["policy", "convert", str(source), "--strict"])
+    assert result.exit_code == 1
+    assert "2 setting(s) not converted" in result.stderr
+    assert "apiVersion: kubesched.io" not in result.stdout
+
+
+def test_a_configuration_as_json_and_names_for_a_single_profile(tmp_path: Path) -> None:
+    source = tmp_path / "scheduler-config.json"
+    source.write_text(json.dumps(yaml.safe_load(KUBESCHEDULER_CONFIGURATION)))
+    result = CliRunner().invoke(main, ["policy", "convert", str(source), "-o", "json"])
+    assert result.exit_code == 0, result.output
+    listing = json.loads(result.stdout)
+    assert listing["kind"] == "List"
+    assert [item["metadata"]["name"] for item in listing["items"]] == ["default-scheduler", "gpu-binpack"]
+    result = CliRunner().invoke(main, ["policy", "convert", str(source), "--name", "x"])
+    assert result.exit_code == 1 and "a name can be given to one profile only" in result.stderr
+
+    source.write_text(
+        json.dumps(
+            {"apiVersion": "kubescheduler.config.k8s.io/v1beta3", "kind": "KubeSchedulerConfiguration"}
+        )
+    )
+    args = [
+        "policy",
+        "convert",
+        str(source),
+        "-o",
+        "json",
+        "--name",
+        "batch",
+        "--scheduler-name",
+        "kubesched-batch",
+    ]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ""
+    manifest = json.loads(result.stdout)
+    assert manifest["metadata"] == {"name": "batch"}
+    assert manifest["spec"]["schedulerName"] == "kubesched-batch"
+
+
+def test_a_profile_name_that_cannot_name_a_policy_needs_name(tmp_path: Path) -> None:
+    source = tmp_path / "scheduler-config.yaml"
+    source.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "profiles: [{schedulerName: My_Scheduler}]\n"
+    )
+    result = CliRunner().invoke(main, ["policy", "convert", str(source)])
+    assert result.exit_code == 1 and "give the policy a name with --name" in result.stderr
+    result = CliRunner().invoke(main, ["policy", "convert", str(source), "--name", "mine"])
+    assert result.exit_code == 0, result.output
+    assert yaml.safe_load(result.stdout)["spec"]["schedulerName"] == "My_Scheduler"
+
+
+def readme_block(name: str) -> str:
+    """A fenced block of README.md marked `<!-- readme-test: NAME -->`."""
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    found = re.search(rf"^<!-- readme-test: {name} -->\n```\w*\n(.*?)\n```$", readme, re.M | re.S)
+    assert found, f"README.md has no block marked readme-test: {name}"
+    return found[1]
+
+
+def test_the_readme_kubescheduler_configuration_example_is_what_convert_prints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    command = shlex.split(readme_block("kubescheduler-convert"))
+    assert command[:3] == ["kubesched", "policy", "convert"] and command[-2] == ">"
+    (tmp_path / command[3]).write_text(readme_block("kubescheduler-config") + "\n")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, command[1:-2], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == readme_block("kubescheduler-convert-output") + "\n"
+    assert result.stderr.startswith("warning: leaderElection: leader election has no SchedulerPolicy")

@@ -2,7 +2,8 @@
 
 The field names are those of kube-scheduler's Policy file (`predicates`, `priorities`,
 `weight`, `argument`, `hardPodAffinitySymmetricWeight`, `alwaysCheckAllPredicates`,
-`extenders`), plus `percentageOfNodesToScore` from its component config. Either the whole
+`extenders`), plus `percentageOfNodesToScore` from its component config and
+`nodeResourcesScoring`, 1.32's NodeResourcesFit scoring strategy with weighted resources. Either the whole
 document (`kind: Policy`, `apiVersion: v1`) or just its body is accepted. Pure: files are read
 by policy/files.py, extenders are called through the transport the caller passes.
 
@@ -45,13 +46,18 @@ from kubesched.algorithm.generic import Algorithm, WeightedPriority
 from kubesched.plugins import registry
 from kubesched.plugins.arguments import ArgumentError
 from kubesched.plugins.framework import PluginSettings, Predicate, Priority
+from kubesched.plugins.node_resources.scoring_strategy import NodeResourcesFitScore
 from kubesched.plugins.node_volume_limits.filtering import KUBE_MAX_PD_VOLS
+from kubesched.plugins.pod_topology_spread.filtering import parse_default_constraints
 
 POLICY_KIND: Final = "Policy"
 POLICY_API_VERSIONS: Final = ("v1", "kubescheduler.config.k8s.io/v1")
 # config.MaxWeight = MaxTotalScore / MaxCustomPriorityScore; weights must stay below it.
 MAX_WEIGHT: Final = (2**63 - 1) // 10
 DEFAULT_HARD_POD_AFFINITY_SYMMETRIC_WEIGHT: Final = 1
+NODE_RESOURCES_SCORING: Final = "nodeResourcesScoring"
+# PodTopologySpreadArgs.defaultConstraints with List defaulting: they replace the system defaults.
+DEFAULT_CONSTRAINTS: Final = "podTopologySpreadDefaultConstraints"
 
 _POLICY_FIELDS: Final = frozenset(
     {
@@ -63,6 +69,8 @@ _POLICY_FIELDS: Final = frozenset(
         "hardPodAffinitySymmetricWeight",
         "alwaysCheckAllPredicates",
         "percentageOfNodesToScore",
+        NODE_RESOURCES_SCORING,
+        DEFAULT_CONSTRAINTS,
     }
 )
 _PREDICATE_FIELDS: Final = frozenset({"name", "argument"})
@@ -160,49 +168,106 @@ def _argument_error(path: str, exc: ArgumentError) -> PolicyError:
     return PolicyError(f"{path}.argument.{exc.field}" if exc.field else f"{path}.argument", exc.message)
 
 
+def _weight(entry: Mapping[str, Any], path: str, name: str) -> int:
+    weight = entry.get("weight")
+    if isinstance(weight, int) and not isinstance(weight, bool) and 0 < weight < MAX_WEIGHT:
+        return weight
+    message = f'priority "{name}" should have a positive integer weight below {MAX_WEIGHT}, got {weight!r}'
+    raise PolicyError(f"{path}.weight", message)
+
+
+@dataclass(frozen=True)
+class _EntryList:
+    """What a policy's `predicates` or `priorities` list accepts."""
+
+    field: str  # "predicates" or "priorities"
+    noun: str  # "predicate" or "priority"
+    entry_fields: frozenset[str]
+    factories: Mapping[str, Any]
+    aliases: Mapping[str, str]
+    arguments: Mapping[str, str]  # argument key -> the registry entry a custom entry configures
+    skipped: frozenset[str] = frozenset()  # accepted and ignored (EqualPriority)
+    weighted: bool = False
+
+
+_PREDICATE_LIST: Final = _EntryList(
+    "predicates",
+    "predicate",
+    _PREDICATE_FIELDS,
+    registry.PREDICATES,
+    registry.PREDICATE_ALIASES,
+    registry.PREDICATE_ARGUMENTS,
+)
+_PRIORITY_LIST: Final = _EntryList(
+    "priorities",
+    "priority",
+    _PRIORITY_FIELDS,
+    registry.PRIORITIES,
+    registry.PRIORITY_ALIASES,
+    registry.PRIORITY_ARGUMENTS,
+    registry.SKIPPED_PRIORITIES,
+    weighted=True,
+)
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """One validated entry of a `predicates` or `priorities` list."""
+
+    index: int
+    name: str  # the registry entry it configures
+    shown: str  # the name it is known by: a custom entry's own name, else the registry's
+    value: Any  # a custom entry's argument value, None for a plain one
+    weight: int  # 0 for a predicate
+
+
+def _parse_entries(raw: Any, kind: _EntryList) -> list[_Entry]:
+    """Validate a `predicates` or `priorities` list entry by entry; raises PolicyError."""
+    if not isinstance(raw, list):
+        raise PolicyError(kind.field, f"must be a list, got {raw!r}")
+    entries: list[_Entry] = []
+    first_index: dict[str, int] = {}
+    for i, entry in enumerate(raw):
+        path = f"{kind.field}[{i}]"
+        given = _name(entry, path, kind.entry_fields)
+        argument = _argument(entry, path)
+        name = kind.aliases.get(given, given)
+        key: str | None = None
+        value: Any = None
+        if argument is not None:
+            if name in kind.skipped:
+                raise PolicyError(f"{path}.argument", f"this {kind.noun} takes no argument")
+            name, key, value = _custom_argument(
+                kind.noun, given, name, argument, kind.arguments, kind.factories, path
+            )
+        elif name not in kind.factories and name not in kind.skipped:
+            custom = ", ".join(kind.arguments)
+            known = [*kind.factories, *kind.aliases, *kind.skipped]
+            raise PolicyError(
+                f"{path}.name",
+                f'unknown {kind.noun} "{given}" (accepted: {_accepted(known)}; '
+                f"or any name with an argument: {custom})",
+            )
+        # An entry's own errors (its weight too) are reported before its being a duplicate.
+        weight = _weight(entry, path, given) if kind.weighted else 0
+        # A custom entry is known by the name the policy gives it.
+        shown = given if key is not None else name
+        if shown in first_index:
+            earlier = f"{kind.field}[{first_index[shown]}]"
+            raise PolicyError(f"{path}.name", f'duplicate {kind.noun} "{given}" (already given as {earlier})')
+        first_index[shown] = i
+        entries.append(_Entry(i, name, shown, value, weight))
+    return entries
+
+
 def _compile_predicates(raw: Any, settings: PluginSettings) -> tuple[tuple[Predicate, ...], tuple[str, ...]]:
     # registry name -> [(argument value, index in the policy's list)]
     chosen: dict[str, list[tuple[Any, int]]] = {}
     if raw is None:
         chosen = {name: [(None, -1)] for name in registry.DEFAULT_PREDICATES}
-    elif not isinstance(raw, list):
-        raise PolicyError("predicates", f"must be a list, got {raw!r}")
     else:
-        first_index: dict[str, int] = {}
-        for i, entry in enumerate(raw):
-            path = f"predicates[{i}]"
-            given = _name(entry, path, _PREDICATE_FIELDS)
-            argument = _argument(entry, path)
-            name = registry.PREDICATE_ALIASES.get(given, given)
-            key: str | None = None
-            value: Any = None
-            if argument is not None:
-                name, key, value = _custom_argument(
-                    "predicate",
-                    given,
-                    name,
-                    argument,
-                    registry.PREDICATE_ARGUMENTS,
-                    registry.PREDICATES,
-                    path,
-                )
-            elif name not in registry.PREDICATES:
-                custom = ", ".join(registry.PREDICATE_ARGUMENTS)
-                raise PolicyError(
-                    f"{path}.name",
-                    f'unknown predicate "{given}" (accepted: '
-                    f"{_accepted([*registry.PREDICATES, *registry.PREDICATE_ALIASES])}; "
-                    f"or any name with an argument: {custom})",
-                )
-            # A custom predicate is known by the name the policy gives it.
-            identity = given if key is not None else name
-            if identity in first_index:
-                earlier = f"predicates[{first_index[identity]}]"
-                raise PolicyError(
-                    f"{path}.name", f'duplicate predicate "{given}" (already given as {earlier})'
-                )
-            first_index[identity] = i
-            chosen.setdefault(name, []).append((value, i))
+        for entry in _parse_entries(raw, _PREDICATE_LIST):
+            chosen.setdefault(entry.name, []).append((entry.value, entry.index))
     for name in registry.MANDATORY_PREDICATES:
         chosen.setdefault(name, [(None, -1)])
 
@@ -232,14 +297,6 @@ def _compile_predicates(raw: Any, settings: PluginSettings) -> tuple[tuple[Predi
             except ArgumentError as exc:
                 raise _argument_error(path, exc) from exc
     return tuple(filters), tuple(names)
-
-
-def _weight(entry: Mapping[str, Any], path: str, name: str) -> int:
-    weight = entry.get("weight")
-    if isinstance(weight, int) and not isinstance(weight, bool) and 0 < weight < MAX_WEIGHT:
-        return weight
-    message = f'priority "{name}" should have a positive integer weight below {MAX_WEIGHT}, got {weight!r}'
-    raise PolicyError(f"{path}.weight", message)
 
 
 @dataclass
@@ -276,49 +333,12 @@ def _compile_priorities(
     skipped: list[str] = []
     if raw is None:
         entries = [(name, None, w, name, -1) for name, w in registry.DEFAULT_PRIORITIES.items()]
-    elif not isinstance(raw, list):
-        raise PolicyError("priorities", f"must be a list, got {raw!r}")
     else:
-        first_index: dict[str, int] = {}
-        for i, entry in enumerate(raw):
-            path = f"priorities[{i}]"
-            given = _name(entry, path, _PRIORITY_FIELDS)
-            argument = _argument(entry, path)
-            name = registry.PRIORITY_ALIASES.get(given, given)
-            key: str | None = None
-            value: Any = None
-            if argument is not None:
-                if name in registry.SKIPPED_PRIORITIES:
-                    raise PolicyError(f"{path}.argument", "this priority takes no argument")
-                name, key, value = _custom_argument(
-                    "priority",
-                    given,
-                    name,
-                    argument,
-                    registry.PRIORITY_ARGUMENTS,
-                    registry.PRIORITIES,
-                    path,
-                )
-            elif name not in registry.PRIORITIES and name not in registry.SKIPPED_PRIORITIES:
-                custom = ", ".join(registry.PRIORITY_ARGUMENTS)
-                known = [*registry.PRIORITIES, *registry.PRIORITY_ALIASES, *registry.SKIPPED_PRIORITIES]
-                raise PolicyError(
-                    f"{path}.name",
-                    f'unknown priority "{given}" (accepted: {_accepted(known)}; '
-                    f"or any name with an argument: {custom})",
-                )
-            weight = _weight(entry, path, given)
-            identity = given if key is not None else name
-            if identity in first_index:
-                earlier = f"priorities[{first_index[identity]}]"
-                raise PolicyError(
-                    f"{path}.name", f'duplicate priority "{given}" (already given as {earlier})'
-                )
-            first_index[identity] = i
-            if name in registry.SKIPPED_PRIORITIES:
-                skipped.append(name)
+        for entry in _parse_entries(raw, _PRIORITY_LIST):
+            if entry.name in registry.SKIPPED_PRIORITIES:
+                skipped.append(entry.name)
                 continue
-            entries.append((name, value, weight, given if key is not None else name, i))
+            entries.append((entry.name, entry.value, entry.weight, entry.shown, entry.index))
 
     groups: dict[str, _Group] = {}
     for name, value, weight, shown, index in entries:
@@ -350,6 +370,21 @@ def _compile_priorities(
     return tuple(weighted), tuple(names), tuple(sorted(skipped))
 
 
+def _node_resources_scoring(raw: Any) -> WeightedPriority | None:
+    """`nodeResourcesScoring` ({weight, type, resources, shape}) as a weighted priority; None when absent."""
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise PolicyError(NODE_RESOURCES_SCORING, f"must be an object, got {raw!r}")
+    weight = _weight(raw, NODE_RESOURCES_SCORING, NodeResourcesFitScore.name)
+    try:
+        priority = NodeResourcesFitScore.from_argument({k: v for k, v in raw.items() if k != "weight"})
+    except ArgumentError as exc:
+        field = f"{NODE_RESOURCES_SCORING}.{exc.field}" if exc.field else NODE_RESOURCES_SCORING
+        raise PolicyError(field, exc.message) from exc
+    return WeightedPriority(priority, weight)
+
+
 def _bounded_int(spec: Mapping[str, Any], field: str, low: int, high: int) -> int:
     value = spec.get(field)
     if value is None:
@@ -357,6 +392,15 @@ def _bounded_int(spec: Mapping[str, Any], field: str, low: int, high: int) -> in
     if not _is_int(value) or not low <= value <= high:
         raise PolicyError(field, f"not in valid range [{low}-{high}], got {value!r}")
     return int(value)
+
+
+def _default_constraints(raw: Any) -> tuple[Mapping[str, Any], ...]:
+    """The policy's podTopologySpreadDefaultConstraints, validated; raises PolicyError."""
+    try:
+        parse_default_constraints(raw)
+    except ArgumentError as exc:
+        raise PolicyError(f"{DEFAULT_CONSTRAINTS}{exc.field}", exc.message) from exc
+    return tuple(raw or ())
 
 
 def compile_policy(
@@ -396,10 +440,16 @@ def compile_policy(
         default_pod_topology_spread=default_pod_topology_spread,
         ignored_resources=ignored_resources(extenders),
         max_pd_volumes=max_volumes_from_env(),
+        default_constraints=_default_constraints(spec.get(DEFAULT_CONSTRAINTS)),
     )
 
     filters, predicate_names = _compile_predicates(spec.get("predicates"), settings)
     weighted, priority_names, ignored = _compile_priorities(spec.get("priorities"), settings)
+    fit_score = _node_resources_scoring(spec.get(NODE_RESOURCES_SCORING))
+    if fit_score is not None:
+        # One more priority beside the listed ones, in the same label order.
+        weighted = tuple(sorted((*weighted, fit_score), key=lambda w: w.label))
+        priority_names = tuple(sorted((*priority_names, fit_score.label)))
     return Algorithm(
         predicates=filters,
         priorities=weighted,

@@ -5,7 +5,8 @@ Predicate PodFitsResources (NodeResourcesFit, fit.py). Priorities LeastRequested
 (NodeResourcesLeastAllocated), MostRequestedPriority (NodeResourcesMostAllocated),
 BalancedResourceAllocation (NodeResourcesBalancedAllocation), RequestedToCapacityRatioPriority
 (custom priorities with a `requestedToCapacityRatioArguments` argument) and ResourceLimitsPriority
-(NodeResourceLimits, gone in 1.20).
+(NodeResourceLimits, gone in 1.20). NodeResourcesFitScore (scoring_strategy.py) is 1.32's
+NodeResourcesFit score with a weighted scoring strategy, for a policy's `nodeResourcesScoring`.
 
 Reasons: ERR_REASON_TOO_MANY_PODS, ERR_REASON_CPU, ERR_REASON_MEMORY, ERR_REASON_EPHEMERAL_STORAGE,
 err_reason_insufficient(resource) for the others.
@@ -26,6 +27,7 @@ from kubesched.plugins.node_resources.least_allocated import LeastRequestedPrior
 from kubesched.plugins.node_resources.most_allocated import MostRequestedPriority
 from kubesched.plugins.node_resources.requested_to_capacity_ratio import RequestedToCapacityRatioPriority
 from kubesched.plugins.node_resources.resource_limits import ResourceLimitsPriority
+from kubesched.plugins.node_resources.scoring_strategy import NodeResourcesFitScore
 
 __all__ = [
     "ERR_REASON_CPU",
@@ -35,6 +37,7 @@ __all__ = [
     "BalancedResourceAllocation",
     "LeastRequestedPriority",
     "MostRequestedPriority",
+    "NodeResourcesFitScore",
     "PodFitsResources",
     "RequestedToCapacityRatioPriority",
     "ResourceLimitsPriority",

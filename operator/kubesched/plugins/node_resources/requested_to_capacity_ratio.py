@@ -41,7 +41,8 @@ def broken_linear(shape: Sequence[tuple[int, int]], p: int) -> int:
     return shape[-1][1]
 
 
-def _shape(raw: Any) -> tuple[tuple[int, int], ...]:
+def parse_shape(raw: Any) -> tuple[tuple[int, int], ...]:
+    """A `shape` (utilization 0..100 strictly increasing, score 0..10) as points scored 0..100."""
     if not isinstance(raw, list) or not raw:
         raise ArgumentError("shape", "at least one point must be specified")
     points: list[tuple[int, int]] = []
@@ -97,7 +98,7 @@ class RequestedToCapacityRatioPriority(Priority):
     @classmethod
     def from_argument(cls, argument: Mapping[str, Any]) -> RequestedToCapacityRatioPriority:
         check_fields(argument, ("shape", "resources"))
-        return cls(_shape(argument.get("shape")), _resources(argument.get("resources")))
+        return cls(parse_shape(argument.get("shape")), _resources(argument.get("resources")))
 
     def merge(self, other: Priority) -> Priority:
         raise ArgumentError("", 'redeclares custom priority "RequestedToCapacityRatio"')
