@@ -41,6 +41,12 @@ from .replicas import (
     pods_for,
     wait_all_bound,
 )
+from .scheduled_events import wait_scheduled_events
+
+# The SIGKILLed leader's binds sent this long before the kill may miss their Scheduled event: it
+# was still queued in the process, and the recorder runs a few seconds behind the binds when
+# three replicas and a burst of pod creations load the API server.
+KILLED_EVENTS_WINDOW = 5.0
 
 
 async def failover_run(
@@ -96,6 +102,20 @@ async def failover_run(
     lost = 64  # --bind-concurrency: the binds a killed leader may have had in flight
     await check_every_pod_bound_once(api, namespace, pod_count, replicas, lost)
     check_binds_against_leadership(replicas, history)
+    # Every logged bind has its Scheduled event, the SIGTERMed leader's too (it sends what is queued
+    # before it exits); only the SIGKILLed leader's last moments' events die with it, as they would
+    # with kube-scheduler.
+    binds = [b for r in replicas for b in r.binds()]
+    last_moments = {
+        b.pod.split("/", 1)[1] for b in first.binds() if b.sent_at >= killed_at - KILLED_EVENTS_WINDOW
+    }
+    events = await wait_scheduled_events(api, namespace, binds, may_miss=last_moments)
+    print(
+        f"Scheduled events: {len(binds) - len(events.missed)} of the {len(binds)} logged binds (waited "
+        f"{events.waited:.1f} s; the latest stored {events.worst_delay(binds):.0f} s after its bind); "
+        f"missing: {len(events.missed)} of the {len(last_moments)} the killed leader sent in its last "
+        f"{KILLED_EVENTS_WINDOW:g} s"
+    )
     # leaseTransitions counts the changes of holder (a replica taking back its own Lease is none).
     holders = [identity for _, identity in sorted((s, r.identity) for r in replicas for s, _ in r.terms())]
     assert history.transitions == sum(1 for a, b in itertools.pairwise(holders) if a != b) >= 2
@@ -169,6 +189,13 @@ async def test_a_frozen_api_server_stops_the_leader_before_anyone_else_binds(
     assert late == [], "nothing is sent while no replica may bind"
     await check_every_pod_bound_once(api, namespace, pod_count, replicas)
     check_binds_against_leadership(replicas, history=lease_history)
+    # The events of binds made just before the freeze were kept and sent once it thawed.
+    binds = [b for r in replicas for b in r.binds()]
+    events = await wait_scheduled_events(api, namespace, binds)
+    print(
+        f"Scheduled events: one for each of the {len(binds)} logged binds (waited {events.waited:.1f} s; "
+        f"the latest stored {events.worst_delay(binds):.0f} s after its bind)"
+    )
     after = [(r.proc.name, since) for r in replicas for since, _ in r.terms() if since > paused_at]
     print(
         f"leader before the freeze: {first.proc.name}; after it: "

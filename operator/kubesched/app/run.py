@@ -6,129 +6,125 @@ import asyncio
 import contextlib
 import signal
 import sys
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import replace
 
 import kopf
 import structlog
 
-from kubesched.app.handlers import NON_TERMINAL_PODS, build_registry, operator_settings
+from kubesched.app.handlers import build_registry, operator_settings, served_kinds
+from kubesched.app.settings import RunSettings
 from kubesched.app.startup import initial_sync, keep_reconciling, sync_bound_pods
 from kubesched.kube.binding import Binder
 from kubesched.kube.client import TokenBucket, api_client, connection_info, load_configuration
-from kubesched.kube.election import ElectionConfig, ElectionThread
+from kubesched.kube.election import ElectionThread
 from kubesched.kube.events import Recorder
 from kubesched.kube.eviction import Evictor
+from kubesched.kube.extender_transport import HTTPTransport
 from kubesched.kube.informer import Informer
 from kubesched.kube.listing import name_of
-from kubesched.policy.compile import compile_policy, default_algorithm, load_policy_file
+from kubesched.model.kinds import NODES, PODS
+from kubesched.policy.compile import compile_policy, default_algorithm
 from kubesched.policy.controller import PolicyController, PolicyStatusWriter
+from kubesched.policy.files import load_policy_file
 from kubesched.policy.shadow import ShadowRunner
-from kubesched.policy.shadow_status import DEFAULT_INTERVAL, ShadowReporter
+from kubesched.policy.shadow_status import ShadowReporter
 from kubesched.policy.store import PolicyStore
-from kubesched.runtime.queue import QueueSettings, SchedulingQueue
-from kubesched.runtime.scheduler import Scheduler, SchedulerSettings
+from kubesched.runtime.queue import SchedulingQueue
+from kubesched.runtime.scheduler import Scheduler
+from kubesched.telemetry import metrics
 from kubesched.telemetry.http_server import Endpoints
 from kubesched.telemetry.looplag import LoopLagMonitor, freeze_long_lived, tune_gc
 
 log = structlog.get_logger("kubesched")
 
 
-@dataclass(frozen=True, slots=True)
-class RunOptions:
-    kubeconfig: str | None
-    scheduler_name: str
-    policy_config_file: Path | None
-    kube_api_qps: float
-    kube_api_burst: int
-    bind_concurrency: int
-    batch_size: int
-    metrics_port: int
-    seed: int | None
-    election: ElectionConfig | None = None  # None: --leader-elect=false, this process always schedules
-    shadow_status_interval: float = DEFAULT_INTERVAL
-    queue: QueueSettings = field(default_factory=QueueSettings)  # backoff and flush timings
-    reconcile_interval: float = 60.0  # seconds between cache reconciliations with a listing (0: never)
-    percentage_of_nodes_to_score: int | None = None  # None: the policy file's (or the adaptive default)
-
-
-async def run_scheduler(options: RunOptions) -> None:
-    if options.policy_config_file:
-        algorithm = compile_policy(load_policy_file(options.policy_config_file))
+async def run_scheduler(settings: RunSettings) -> None:
+    """Run the scheduler process until SIGINT or SIGTERM, or until its scheduling loop fails."""
+    if settings.scheduling.policy_config_file:
+        algorithm = compile_policy(
+            load_policy_file(settings.scheduling.policy_config_file), transport=HTTPTransport
+        )
     else:
         algorithm = default_algorithm()
-    if options.percentage_of_nodes_to_score is not None:
-        algorithm = replace(algorithm, percentage_of_nodes_to_score=options.percentage_of_nodes_to_score)
+    if settings.scheduling.percentage_of_nodes_to_score is not None:
+        algorithm = replace(
+            algorithm, percentage_of_nodes_to_score=settings.scheduling.percentage_of_nodes_to_score
+        )
+    election = settings.election.config(settings.scheduling.scheduler_name)
     loop = asyncio.get_running_loop()
     stopping = asyncio.Event()
     _handle_signals(loop, stopping)
-    conf = await load_configuration(options.kubeconfig)
-    conf.connection_pool_maxsize = options.bind_concurrency + 16
+    conf = await load_configuration(settings.connection.kubeconfig)
+    conf.connection_pool_maxsize = settings.scheduling.bind_concurrency + 16
     synced = asyncio.Event()
     endpoints = Endpoints(ready=synced.is_set)
-    if options.metrics_port:
-        await endpoints.start(options.metrics_port)
+    if settings.observability.metrics_port:
+        await endpoints.start(settings.observability.metrics_port)
     tune_gc()
     lag = LoopLagMonitor()
     lagging = asyncio.create_task(lag.run(), name="loop-lag")
     async with api_client(conf) as api:
-        elector = ElectionThread(conf, options.election) if options.election else None
+        elector = ElectionThread(conf, election) if election else None
         is_leader = elector.is_leader if elector else _always
-        limiter = TokenBucket(options.kube_api_qps, options.kube_api_burst)
-        recorder = Recorder(api, options.scheduler_name, limiter)
+        limiter = TokenBucket(settings.connection.qps, settings.connection.burst)
+        metrics.CLIENT_QPS_LIMIT.set(settings.connection.qps)
+        metrics.CLIENT_BURST_LIMIT.set(settings.connection.burst)
+        recorder = Recorder(api, settings.scheduling.scheduler_name, limiter)
         evictor = Evictor(api, limiter, recorder, may_act=elector.is_leader if elector else None)
         scheduler = Scheduler(
-            SchedulerSettings(
-                options.scheduler_name, options.batch_size, options.bind_concurrency, options.seed
-            ),
+            settings.scheduling.scheduler(),
             algorithm,
             Binder(api, limiter, may_bind=elector.is_leader if elector else None),
             recorder,
             evictor=evictor,
-            queue=SchedulingQueue(options.queue),
+            queue=SchedulingQueue(settings.scheduling.queue()),
         )
         endpoints.cache_view = scheduler.cache.describe
         # Policies before pods, so that the first cycle already runs the profiles they define.
-        shadows = ShadowRunner(options.seed)
+        shadows = ShadowRunner(settings.scheduling.seed)
         scheduler.observe = shadows.observe
         policies = PolicyController(
-            PolicyStore(options.scheduler_name),
+            PolicyStore(settings.scheduling.scheduler_name, HTTPTransport),
             scheduler,
             PolicyStatusWriter(api, is_leader),
             shadows=shadows,
         )
+        metrics.POLICY_ACCEPTED.track(policies.store.acceptance)
         watched_policies = policies if await policies.load(api) else None
         reporter = ShadowReporter(
-            shadows, policies.store, policies.writer, interval=options.shadow_status_interval
+            shadows, policies.store, policies.writer, interval=settings.observability.shadow_status_interval
         )
         reporting = asyncio.create_task(reporter.run(), name="shadow-status")
         nodes = Informer(
             api,
-            "/api/v1/nodes",
+            NODES.path,
             scheduler.on_node,
             relisted=lambda listing: scheduler.reconcile(listing, None),
             key=name_of,
+            query=NODES.query,
         )
         pods = Informer(
             api,
-            "/api/v1/pods",
+            PODS.path,
             scheduler.on_pod,
             relisted=lambda listing: scheduler.reconcile(None, listing),
-            query={"fieldSelector": NON_TERMINAL_PODS},
+            query=PODS.query,
         )
         await initial_sync(api, scheduler, nodes, pods)
         watches = [asyncio.create_task(w.run(), name=f"watch {w.path}") for w in (nodes, pods)]
         freeze_long_lived()
         synced.set()
-        # A re-list after a watch gap sends no DELETED for what vanished meanwhile: see reconcile.py.
+        # A re-list after a watch gap sends no DELETED for what vanished meanwhile: see kube/listing.py.
         reconciling = asyncio.create_task(
-            keep_reconciling(api, scheduler, options.reconcile_interval), name="cache-reconcile"
+            keep_reconciling(api, scheduler, settings.cache.reconcile_interval), name="cache-reconcile"
         )
         kopf_stop: asyncio.Future[None] = loop.create_future()
         kopf_ready = asyncio.Event()
+        # Only what the server serves: Kopf warns about every resource it cannot find.
+        kinds = await served_kinds(api)
         operator = asyncio.create_task(
             kopf.operator(
-                registry=build_registry(scheduler, connection_info(conf), watched_policies),
+                registry=build_registry(scheduler, connection_info(conf), watched_policies, kinds),
                 settings=operator_settings(),
                 standalone=True,
                 clusterwide=True,

@@ -28,27 +28,29 @@ POD_SCHEDULING_DURATION = Histogram(
 )
 
 
-class PendingPods(Collector):
-    """scheduler_pending_pods{queue}, read from the queue at scrape time, so that it stays true while
-    the loop sleeps and pods come and go (the scrape runs on the event loop, which owns the queue)."""
+class ScrapedGauge(Collector):
+    """A gauge family with one label, read from its source at scrape time, so that it stays true while
+    nothing else runs (the scrape runs on the event loop, which owns the queue and the policies)."""
 
-    def __init__(self) -> None:
-        self._source: Callable[[], Mapping[str, int]] | None = None
+    def __init__(self, name: str, documentation: str, label: str) -> None:
+        self.name = name
+        self.documentation = documentation
+        self.label = label
+        self._source: Callable[[], Mapping[str, float]] | None = None
 
-    def track(self, source: Callable[[], Mapping[str, int]]) -> None:
+    def track(self, source: Callable[[], Mapping[str, float]]) -> None:
+        """Read the values (label value -> value) from `source` from now on."""
         self._source = source
 
     def collect(self) -> Iterable[Metric]:
-        family = GaugeMetricFamily(
-            "scheduler_pending_pods", "Number of pending pods, by the queue type.", labels=["queue"]
-        )
+        family = GaugeMetricFamily(self.name, self.documentation, labels=[self.label])
         if self._source is not None:
-            for queue, count in self._source().items():
-                family.add_metric([queue], count)
+            for key, value in self._source().items():
+                family.add_metric([key], float(value))
         yield family
 
 
-PENDING_PODS = PendingPods()
+PENDING_PODS = ScrapedGauge("scheduler_pending_pods", "Number of pending pods, by the queue type.", "queue")
 REGISTRY.register(PENDING_PODS)
 PREEMPTION_ATTEMPTS = Counter(
     "scheduler_preemption_attempts_total", "Total preemption attempts in the cluster till now."
@@ -57,6 +59,27 @@ PREEMPTION_VICTIMS = Histogram(
     "scheduler_preemption_victims", "Number of selected preemption victims.", buckets=(1, 2, 4, 8, 16, 32, 64)
 )
 BINDS = Counter("kubesched_binds_total", "Binding requests by outcome.", ["outcome"])
+EVENTS = Counter(
+    "kubesched_events_total",
+    "Events the scheduler recorded, by what became of them: posted (a new Event), aggregated (counted "
+    "into an Event already written), spam_filtered, dropped (the recorder's queue was full), failed.",
+    ["result"],
+)
+for _result in ("posted", "aggregated", "spam_filtered", "dropped", "failed"):
+    EVENTS.labels(_result)
+POD_CONDITION_PATCHES = Counter(
+    "kubesched_pod_condition_patches_total",
+    "PodScheduled=False condition patches, by the result: patched, collapsed (an identical one was still "
+    "queued), dropped (the recorder's queue was full), failed.",
+    ["result"],
+)
+for _result in ("patched", "collapsed", "dropped", "failed"):
+    POD_CONDITION_PATCHES.labels(_result)
+BIND_PAUSES = Counter(
+    "kubesched_bind_pauses_total",
+    "Times binding paused because a request got no reply from the API server (binds are held, not "
+    "failed, until a probe gets an answer).",
+)
 LEADER_STATUS = Gauge(
     "leader_election_master_status",
     "Whether this process is the leader of the lease `name` (1) or a follower (0).",
@@ -84,3 +107,28 @@ EVENT_LOOP_BUSY_MAX = Gauge(
     "The longest event loop lag that the loop thread's own CPU time could account for (the rest of "
     "a lag is waiting for a core or the GIL).",
 )
+CLIENT_QPS_LIMIT = Gauge(
+    "kubesched_client_qps_limit",
+    "The client-side limit on API requests per second (--kube-api-qps; 0: none) that binds, evictions, "
+    "pod status patches and volume bindings share; events and PodScheduled conditions have a bucket of "
+    "their own with the same limits.",
+)
+CLIENT_BURST_LIMIT = Gauge(
+    "kubesched_client_burst_limit",
+    "Requests the client-side rate limit lets through at once (--kube-api-burst).",
+)
+POLICY_RELOADS = Counter(
+    "kubesched_policy_reloads_total",
+    "SchedulerPolicy generations compiled, by the result: accepted, or invalid (the last accepted "
+    "generation stays in force).",
+    ["result"],
+)
+for _result in ("accepted", "invalid"):
+    POLICY_RELOADS.labels(_result)  # exported from the start, so that the first rejection shows in rate()
+POLICY_ACCEPTED = ScrapedGauge(
+    "kubesched_policy_accepted",
+    "Whether a SchedulerPolicy's current generation is valid (1) or was rejected (0): its Accepted "
+    "condition.",
+    "policy",
+)
+REGISTRY.register(POLICY_ACCEPTED)
