@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubesched.plugins.node_resources.scoring_strategy import NodeResourcesFitScore
+from kubesched.plugins.node_resources.scoring_strategy import NodeResourcesFitScore, pod_request
 from kubesched.policy.compile import PolicyError
 from kubesched.policy.kubescheduler_config import (
     UNCONVERTED_ANNOTATION,
@@ -336,6 +336,14 @@ def test_scoring_strategies(
     algorithm = compile_spec(profile.spec, "kubesched")[1]
     assert ("NodeResourcesFit" in algorithm.priority_names) == (scoring is not None)
     assert profile.unconverted == ()
+
+
+def test_the_pod_overhead_counts_once_in_the_1_32_scoring_request() -> None:
+    """resource_allocation.go calculatePodResourceRequest (1.32): resourcehelper.PodRequests adds
+    the overhead once, in millicores for cpu."""
+    pod = model_pod(cpu="500m", memory="100Mi", overhead={"cpu": "250m", "memory": "10Mi"})
+    assert pod_request(pod, "cpu") == 750
+    assert pod_request(pod, "memory") == 110 * 2**20
 
 
 def test_a_weighted_node_resources_fit_score_keeps_its_profile_weight() -> None:

@@ -23,7 +23,6 @@ from typing import Any, Final, Literal
 
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
-from kubesched.model.quantity import milli_value, parse_quantity, value
 from kubesched.model.resources import CPU, MEMORY, is_scalar_resource_name
 from kubesched.plugins.arguments import ArgumentError, check_fields, require_int, require_object, require_str
 from kubesched.plugins.framework import MAX_NODE_SCORE, Priority
@@ -58,14 +57,11 @@ def most_requested_score(requested: int, capacity: int) -> int:
 
 def pod_request(pod: Pod, resource: str) -> int:
     """calculatePodResourceRequest: non-zero defaults for unset cpu and memory, overhead included
-    (cpu in millicores)."""
-    overhead = pod.spec.get("overhead") or {}
+    once (cpu in millicores), as the pod's non-zero requests already count it."""
     if resource == CPU:
-        extra = overhead.get(CPU)
-        return pod.non_zero_milli_cpu + (0 if extra is None else milli_value(parse_quantity(extra)))
+        return pod.non_zero_milli_cpu
     if resource == MEMORY:
-        extra = overhead.get(MEMORY)
-        return pod.non_zero_memory + (0 if extra is None else value(parse_quantity(extra)))
+        return pod.non_zero_memory
     return pod_resource_request(pod, resource)
 
 
