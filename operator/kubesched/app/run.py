@@ -110,7 +110,10 @@ async def run_scheduler(settings: RunSettings) -> None:
             relisted=lambda listing: scheduler.reconcile(None, listing),
             query=PODS.query,
         )
-        await initial_sync(api, scheduler, nodes, pods)
+        # Only what the server serves, for our listing and Kopf's watches alike: Kopf warns about
+        # every resource it cannot find.
+        kinds = await served_kinds(api)
+        await initial_sync(api, scheduler, nodes, pods, kinds)
         watches = [asyncio.create_task(w.run(), name=f"watch {w.path}") for w in (nodes, pods)]
         freeze_long_lived()
         synced.set()
@@ -120,8 +123,6 @@ async def run_scheduler(settings: RunSettings) -> None:
         )
         kopf_stop: asyncio.Future[None] = loop.create_future()
         kopf_ready = asyncio.Event()
-        # Only what the server serves: Kopf warns about every resource it cannot find.
-        kinds = await served_kinds(api)
         operator = asyncio.create_task(
             kopf.operator(
                 registry=build_registry(scheduler, connection_info(conf), watched_policies, kinds),

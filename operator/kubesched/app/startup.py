@@ -9,7 +9,7 @@ listed by their own watches (informer.py), which then watch from those listings.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import structlog
@@ -26,19 +26,23 @@ from kubesched.kube.listing import (
     name_of,
     uid_of,
 )
-from kubesched.model.kinds import NODES, PODS, WATCHED_OBJECTS
+from kubesched.model.kinds import NODES, PODS, WATCHED_OBJECTS, WatchedKind
 from kubesched.runtime.scheduler import Scheduler
 
 log = structlog.get_logger(__name__)
 
 
 async def initial_sync(
-    api: client.ApiClient, scheduler: Scheduler, nodes: Informer, pods: Informer
+    api: client.ApiClient,
+    scheduler: Scheduler,
+    nodes: Informer,
+    pods: Informer,
+    kinds: Sequence[WatchedKind] = WATCHED_OBJECTS,
 ) -> dict[str, int]:
-    """Fill the cache: the objects the plugins read, then nodes and pods through their watches'
-    listings. Returns how many objects of each resource were listed."""
+    """Fill the cache: the objects of `kinds` the plugins read, then nodes and pods through their
+    watches' listings. Returns how many objects of each resource were listed."""
     counts: dict[str, int] = {}
-    for watched in WATCHED_OBJECTS:
+    for watched in kinds:
         handle = _object_handler(scheduler, watched.kind)
         listed = 0
         try:
