@@ -49,8 +49,14 @@ def budget_versions(kinds: tuple[Any, ...]) -> list[str]:
 def test_only_the_served_versions_are_watched(discovery: dict[str, Any], budgets: list[str]) -> None:
     kinds = kinds_served(WATCHED_OBJECTS, served_group_versions(discovery))
     assert budget_versions(kinds) == budgets
-    # Everything else is served in both: only the budget version that is not served is left out.
-    assert [k for k in WATCHED_OBJECTS if k not in kinds and k.kind != BUDGET_KIND] == []
+    # Everything else is served in both: only the budget version that is not served is left out,
+    # and PodGroups, whose CRD neither has installed.
+    assert [k.kind for k in WATCHED_OBJECTS if k not in kinds and k.kind != BUDGET_KIND] == ["PodGroup"]
+
+
+def test_pod_groups_are_watched_once_their_crd_is_installed() -> None:
+    served = served_group_versions(group_list("apps/v1", "policy/v1", "scheduling.x-k8s.io/v1alpha1"))
+    assert "PodGroup" in {kind.kind for kind in kinds_served(WATCHED_OBJECTS, served)}
 
 
 def test_the_core_api_is_always_served() -> None:

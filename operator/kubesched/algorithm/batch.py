@@ -19,12 +19,14 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 
 from kubesched.algorithm import preemption
+from kubesched.algorithm.gang import GangState, gang_states, schedule_gang
 from kubesched.algorithm.generic import Algorithm, FitError, ScheduleResult
 from kubesched.algorithm.preemption import PreemptionOutcome
 from kubesched.algorithm.volume_reserve import assume_pod_volumes, binds_volumes, with_volumes
 from kubesched.model.disruption import DisruptionBudget
 from kubesched.model.nodeinfo import Snapshot
 from kubesched.model.objects import Pod
+from kubesched.model.podgroup import group_key
 
 # A decision: a node (perhaps with volumes to bind), no node (perhaps with a preemption), or a bug.
 Outcome = ScheduleResult | FitError | Exception
@@ -42,6 +44,7 @@ def schedule_batch(
     *,
     nominated: Mapping[str, tuple[Pod, str]] | None = None,
     budgets: Sequence[DisruptionBudget] = (),
+    gangs: Mapping[str, GangState] | None = None,
 ) -> tuple[list[Outcome], int]:
     """Schedule pods one after another, each with its profile's algorithm and each decision applied
     to the snapshot the next one sees.
@@ -53,37 +56,67 @@ def schedule_batch(
     Each pod sees the pods `nominated` to nodes with a priority >= its own in their place; a
     pod no node fits may preempt (`budgets`: the PodDisruptionBudgets), and is then nominated
     for the next pods of the batch too.
+
+    The members of a PodGroup are decided together, all or nothing, where the first of them
+    stands in `pods` (kubesched.algorithm.gang); `gangs` is what the caller knows of their groups,
+    derived from the pods and the snapshot when not given.
     """
-    outcomes: list[Outcome] = []
+    outcomes: list[Outcome | None] = [None] * len(pods)
     nominated = dict(nominated or {})
-    for pod in pods:
+    members: dict[str, list[int]] = {}
+    for i, pod in enumerate(pods):
+        key = group_key(pod)
+        if key:
+            members.setdefault(key, []).append(i)
+    if members and gangs is None:
+        gangs = gang_states((pod for pod in pods if group_key(pod)), snapshot)
+
+    def place(pod: Pod, view_of: Snapshot, at: int) -> tuple[Outcome, Snapshot, int]:
+        view = with_nominated(view_of, pod, nominated) if nominated else view_of
+        try:
+            result = profiles[pod.scheduler_name].schedule(pod, view, rng, at)
+        except FitError as exc:
+            return exc, view_of, at
+        except Exception as exc:  # a bug
+            return exc, view_of, at
+        nominated.pop(pod.uid, None)
+        reserved, after = _reserve(pod, profiles[pod.scheduler_name], result, view_of)
+        return reserved, after, result.next_start_index
+
+    for i, pod in enumerate(pods):
+        if outcomes[i] is not None:
+            continue
+        key = group_key(pod)
+        if key:
+            unit = [pods[j] for j in members[key]]
+            seen, began = snapshot, start
+            decided, snapshot, start = schedule_gang(
+                unit, (gangs or {}).get(key), profiles, snapshot, rng, start, place, nominated, budgets
+            )
+            for j, outcome in zip(members[key], decided, strict=True):
+                outcomes[j] = outcome
+                if observe is not None:
+                    observe(pods[j], profiles[pods[j].scheduler_name], seen, began, outcome)
+            continue
         view = with_nominated(snapshot, pod, nominated) if nominated else snapshot
         seen, began = view, start
         algorithm = profiles[pod.scheduler_name]
-        try:
-            result = algorithm.schedule(pod, view, rng, start)
-        except FitError as exc:
+        outcome, snapshot, start = place(pod, snapshot, start)
+        if isinstance(outcome, FitError):
             try:
                 nominee = nominated.get(pod.uid, (pod, pod.nominated_node_name))[1]
                 outcome = preemption.attempt(
-                    exc, view, algorithm.predicates, budgets, rng, nominee, algorithm.extenders
+                    outcome, view, algorithm.predicates, budgets, rng, nominee, algorithm.extenders
                 )
             except Exception as bug:
-                outcomes.append(bug)
+                outcome = bug
             else:
                 if isinstance(outcome, PreemptionOutcome) and outcome.preemption.node_name:
                     nominated[pod.uid] = (pod, outcome.preemption.node_name)
-                outcomes.append(outcome)
-        except Exception as exc:  # a bug
-            outcomes.append(exc)
-        else:
-            nominated.pop(pod.uid, None)
-            start = result.next_start_index
-            reserved, snapshot = _reserve(pod, algorithm, result, snapshot)
-            outcomes.append(reserved)
+        outcomes[i] = outcome
         if observe is not None:
-            observe(pod, profiles[pod.scheduler_name], seen, began, outcomes[-1])
-    return outcomes, start
+            observe(pod, algorithm, seen, began, outcome)
+    return [outcome for outcome in outcomes if outcome is not None], start
 
 
 def _reserve(

@@ -67,6 +67,8 @@ WATCHED_OBJECTS: Final[tuple[WatchedKind, ...]] = (
     WatchedKind("CSINode", "storage.k8s.io", "v1", "csinodes", False, "csi_nodes"),
     # Pod (anti-)affinity's namespaceSelector picks namespaces by their labels.
     WatchedKind("Namespace", "", "v1", "namespaces", False, "namespaces"),
+    # Gangs (model/podgroup.py): scheduler-plugins' coscheduling API, kubesched's CRD or its own.
+    WatchedKind("PodGroup", "scheduling.x-k8s.io", "v1alpha1", "podgroups", True, "pod_groups"),
     # For preemption. Kubernetes 1.20 serves only v1beta1, 1.25+ only v1: Kopf watches only the
     # versions the server serves (app/handlers.py's served_kinds), the start-up sync skips the
     # others, and one PDB seen through both is one entry.

@@ -93,6 +93,7 @@ class ClusterObjects:
     storage_classes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     csi_nodes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     namespaces: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # for namespaceSelector
+    pod_groups: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # gangs (model/podgroup.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +142,15 @@ class Snapshot:
         nodes[i] = nodes[i].with_pod(pod)
         pod_memo = {} if has_pod_affinity(pod) else self.pod_memo
         return Snapshot(tuple(nodes), self.objects, self.index, self.node_memo, pod_memo, self.columns, usage)
+
+    def without_pods(self, pods: Sequence[Pod]) -> Snapshot:
+        """The snapshot after removing `pods` from their nodes (preemption's victims, simulated)."""
+        nodes = list(self.nodes)
+        for pod in pods:
+            i = self.index.get(pod.node_name)
+            if i is not None:
+                nodes[i] = nodes[i].without_pod(pod.uid)
+        return Snapshot(tuple(nodes), self.objects, self.index, self.node_memo, {}, self.columns)
 
     def image_node_count(self, image: str) -> int:
         """ImageStateSummary.NumNodes: how many nodes report `image`."""

@@ -1,0 +1,315 @@
+"""Gangs: the members of a PodGroup placed all or nothing, on one snapshot, within one batch.
+
+scheduler-plugins' coscheduling holds each member at a Permit barrier until minMember of them
+have reached it (pkg/coscheduling/coscheduling.go); a race there can let a partial group
+through. Here a batch holds every queued member of a group (the queue takes them together), and
+`schedule_gang` places them one after another, each seeing the previous, on the batch's snapshot.
+When the members that fit, with those already bound, reach `minMember`, every one that fits is
+placed; otherwise the snapshot is left as it was and every member gets a GangFitError: nothing is
+assumed, nothing bound.
+
+Before any attempt, coscheduling's PreFilter checks: the group exists and is valid, its members
+use one scheduler name, `minMember` of them exist, and the cluster's free resources can cover
+`minResources` (CheckClusterResource). Once `minMember` members are bound, the others are
+ordinary pods.
+
+Preemption: a group short of room evicts only when, on the snapshot after the evictions, every
+member it still needs then fits; the members that fit without it are nominated to their nodes
+meanwhile. A group may also be allowed to reserve (`GangState.may_reserve`: the runtime grants it
+to the group that has waited longest at the head of the line): its members that fit are
+nominated to their nodes, which pods of equal or lower priority then see as taken, so that a
+stream of small pods cannot starve it.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kubesched.algorithm import preemption
+from kubesched.algorithm.generic import Algorithm, FitError, ScheduleResult
+from kubesched.algorithm.preemption import Preemption, PreemptionOutcome
+from kubesched.model.disruption import DisruptionBudget
+from kubesched.model.nodeinfo import Snapshot
+from kubesched.model.objects import Pod
+from kubesched.model.podgroup import PodGroup, bound_members, group_key, pod_group_from_dict
+from kubesched.model.resources import ZERO, Resource
+
+# One placement: the snapshot and the start index it leaves, or a FitError (or a bug) for the pod.
+Place = Callable[[Pod, Snapshot, int], tuple[Any, Snapshot, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class GangState:
+    """What is known of a group beyond the snapshot (the runtime's count of its members)."""
+
+    group: PodGroup | None  # None: no such PodGroup
+    exist: int  # members not terminated, bound or pending, gated included
+    scheduler_names: frozenset[str] = frozenset()
+    may_reserve: bool = False  # its members that fit hold their nodes while it waits
+
+
+class GangFitError(FitError):
+    """A member not placed because of its group: `message` says why, after "pod group ns/name: ";
+    `cause` is the member's own FitError when it was tried and did not fit."""
+
+    def __init__(self, pod: Pod, num_all_nodes: int, key: str, message: str, cause: FitError | None = None):
+        self.key = key
+        self.message = message
+        self.cause = cause
+        super().__init__(pod, num_all_nodes, cause.node_reasons if cause is not None else {})
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.pod, self.num_all_nodes, self.key, self.message, self.cause))
+
+    def summary(self) -> str:
+        head = f"pod group {self.key}: {self.message}"
+        return f"{head}: {self.cause.summary()}" if self.cause is not None else f"{head}."
+
+
+def gang_states(pods: Iterable[Pod], snapshot: Snapshot) -> dict[str, GangState]:
+    """The states of the groups of `pods` when nothing but the snapshot and the pods is known
+    (simulate, shadows, tests): the members are those pods and the members on the nodes."""
+    members: dict[str, dict[str, Pod]] = {}
+    for pod in pods:
+        key = group_key(pod)
+        if key:
+            members.setdefault(key, {})[pod.uid] = pod
+    states: dict[str, GangState] = {}
+    for key, pending in members.items():
+        bound = {pod.uid: pod for pod in bound_members(snapshot, key)}
+        raw = snapshot.objects.pod_groups.get(key)
+        states[key] = GangState(
+            pod_group_from_dict(raw) if raw is not None else None,
+            len(pending.keys() | bound.keys()),
+            frozenset(pod.scheduler_name for pod in pending.values()),
+        )
+    return states
+
+
+def free_resources(snapshot: Snapshot) -> Resource:
+    """What the schedulable nodes have left, summed (each node's shortfall counts as nothing)."""
+    free = ZERO
+    for info in snapshot.nodes:
+        if info.node.unschedulable:
+            continue
+        left = info.node.allocatable - info.requested
+        free += left.max(ZERO)
+    return free
+
+
+def shortfall(needed: Resource, free: Resource) -> list[str]:
+    """ "cpu 64 needed, 40 free" for each resource `free` cannot cover."""
+    gaps: list[str] = []
+    pairs = [
+        ("cpu", needed.milli_cpu, free.milli_cpu, True),
+        ("memory", needed.memory, free.memory, False),
+        ("ephemeral-storage", needed.ephemeral_storage, free.ephemeral_storage, False),
+        ("pods", needed.allowed_pods, free.allowed_pods, False),
+        *((name, amount, free.scalar.get(name, 0), False) for name, amount in sorted(needed.scalar.items())),
+    ]
+    for name, want, have, milli in pairs:
+        if want > have:
+            gaps.append(f"{name} {_amount(want, milli)} needed, {_amount(max(have, 0), milli)} free")
+    return gaps
+
+
+def _amount(value: int, milli: bool) -> str:
+    if milli:
+        return f"{value // 1000}" if value % 1000 == 0 else f"{value}m"
+    return str(value)
+
+
+def precheck(
+    pods: Sequence[Pod], state: GangState | None, key: str, bound: Sequence[Pod], snapshot: Snapshot
+) -> str:
+    """Why the group cannot be tried now (coscheduling's PreFilter), or "" when it can."""
+    if state is None or state.group is None:
+        return "the PodGroup does not exist; its members wait for it"
+    group = state.group
+    if group.error:
+        return f"the PodGroup is invalid: {group.error}"
+    names = state.scheduler_names | {pod.scheduler_name for pod in pods}
+    if len(names) > 1:
+        return f"its members use different scheduler names ({', '.join(sorted(names))}), so none is placed"
+    exist = max(state.exist, len({p.uid for p in (*pods, *bound)}))
+    if exist < group.min_member:
+        return f"{exist} of {group.min_member} members exist"
+    if group.min_resources != ZERO:
+        # The members already placed hold part of minResources themselves.
+        held = ZERO
+        for pod in bound:
+            held += pod.requests
+        gaps = shortfall((group.min_resources - held).max(ZERO), free_resources(snapshot))
+        if gaps:
+            return f"the cluster's free resources cannot cover minResources ({'; '.join(gaps)})"
+    return ""
+
+
+def schedule_gang(
+    pods: Sequence[Pod],
+    state: GangState | None,
+    profiles: Mapping[str, Algorithm],
+    snapshot: Snapshot,
+    rng: random.Random,
+    start: int,
+    place: Place,
+    nominated: MutableMapping[str, tuple[Pod, str]],
+    budgets: Sequence[DisruptionBudget] = (),
+) -> tuple[list[Any], Snapshot, int]:
+    """Decide the batch's members of one group (`pods`, all with the same group key) together.
+
+    `place` places one pod as the batch does (filters, scores, Reserve) without preempting.
+    Returns an outcome per pod, in order, the snapshot after them and the next start index;
+    `nominated` is updated as the batch's nominations are.
+    """
+    key = group_key(pods[0])
+    bound = bound_members(snapshot, key)
+    num_nodes = len(snapshot.nodes)
+    why = precheck(pods, state, key, bound, snapshot)
+    if why:
+        return [_waiting(pod, num_nodes, key, why, nominated) for pod in pods], snapshot, start
+    assert state is not None and state.group is not None
+    need = state.group.min_member
+
+    before, before_start, before_nominated = snapshot, start, dict(nominated)
+    outcomes: list[Any] = []
+    placed: list[tuple[Pod, str]] = []
+    failures: list[tuple[int, FitError]] = []
+    for i, pod in enumerate(pods):
+        outcome, snapshot, start = place(pod, snapshot, start)
+        outcomes.append(outcome)
+        if isinstance(outcome, ScheduleResult):
+            placed.append((pod, outcome.node_name))
+        elif isinstance(outcome, FitError):
+            failures.append((i, outcome))
+    if len(bound) + len(placed) >= need:
+        # Placed: the members that did not fit are ordinary pods now, and may preempt as such.
+        for i, error in failures:
+            outcomes[i] = _preempt_alone(error, profiles, snapshot, rng, budgets, nominated)
+        return outcomes, snapshot, start
+
+    # Short: undo every placement, then see whether preemption would make the whole group fit.
+    nominated.clear()
+    nominated.update(before_nominated)
+    have = len(bound) + len(placed)
+    first = failures[0][1] if failures else None
+    message = f"only {have} of {need} members can be placed"
+    plan = _gang_preemption(pods, outcomes, failures, profiles, snapshot, rng, budgets, need - len(bound))
+    if plan is None and state.may_reserve:
+        plan = {pod.uid: Preemption(node, (), "reserved for its pod group") for pod, node in placed}
+    results: list[Any] = []
+    for pod, outcome in zip(pods, outcomes, strict=True):
+        cause = outcome if isinstance(outcome, FitError) else first
+        error = GangFitError(pod, num_nodes, key, message, cause)
+        step = plan.get(pod.uid) if plan is not None else None
+        if step is not None:
+            nominated[pod.uid] = (pod, step.node_name)
+            results.append(PreemptionOutcome(error, step))
+        elif isinstance(outcome, Exception) and not isinstance(outcome, FitError):
+            results.append(outcome)  # a bug stays a bug
+        else:
+            results.append(_unnominated(error, nominated))
+    return results, before, before_start
+
+
+def _waiting(
+    pod: Pod, num_nodes: int, key: str, why: str, nominated: MutableMapping[str, tuple[Pod, str]]
+) -> FitError:
+    return _unnominated(GangFitError(pod, num_nodes, key, why), nominated)
+
+
+def _unnominated(error: GangFitError, nominated: MutableMapping[str, tuple[Pod, str]]) -> FitError:
+    """`error`, asking the caller to drop the member's nomination when it holds one (a node held
+    for an earlier plan of its group that no longer stands)."""
+    pod = error.pod
+    if nominated.pop(pod.uid, None) is None and not pod.nominated_node_name:
+        return error
+    return PreemptionOutcome(error, Preemption(clear_nomination=True))
+
+
+def _preempt_alone(
+    error: FitError,
+    profiles: Mapping[str, Algorithm],
+    snapshot: Snapshot,
+    rng: random.Random,
+    budgets: Sequence[DisruptionBudget],
+    nominated: MutableMapping[str, tuple[Pod, str]],
+) -> Any:
+    pod = error.pod
+    algorithm = profiles[pod.scheduler_name]
+    try:
+        nominee = nominated.get(pod.uid, (pod, pod.nominated_node_name))[1]
+        outcome = preemption.attempt(
+            error, snapshot, algorithm.predicates, budgets, rng, nominee, algorithm.extenders
+        )
+    except Exception as bug:
+        return bug
+    if isinstance(outcome, PreemptionOutcome) and outcome.preemption.node_name:
+        nominated[pod.uid] = (pod, outcome.preemption.node_name)
+    return outcome
+
+
+def _gang_preemption(
+    pods: Sequence[Pod],
+    outcomes: Sequence[Any],
+    failures: Sequence[tuple[int, FitError]],
+    profiles: Mapping[str, Algorithm],
+    snapshot: Snapshot,
+    rng: random.Random,
+    budgets: Sequence[DisruptionBudget],
+    missing: int,
+) -> dict[str, Preemption] | None:
+    """Each member's node (and victims) when evicting lower-priority pods lets `missing` members fit
+    at once, on `snapshot` (the members that fit already on it); None when it does not."""
+    plan: dict[str, Preemption] = {}
+    for pod, outcome in zip(pods, outcomes, strict=True):
+        if isinstance(outcome, ScheduleResult):
+            plan[pod.uid] = Preemption(outcome.node_name, (), "nominated while its pod group preempts")
+    if not failures or len(plan) >= missing:
+        return None
+    work = snapshot
+    evicted = False
+    for _, error in failures:
+        if len(plan) >= missing:
+            break
+        pod = error.pod
+        algorithm = profiles[pod.scheduler_name]
+        try:
+            retry = algorithm.schedule(pod, work, rng, 0)
+        except FitError as again:
+            try:
+                outcome = preemption.attempt(
+                    again, work, algorithm.predicates, budgets, rng, "", algorithm.extenders
+                )
+            except Exception:
+                return None
+            if not isinstance(outcome, PreemptionOutcome) or not outcome.preemption.node_name:
+                continue
+            found = outcome.preemption
+            work = work.without_pods(found.victims)
+            plan[pod.uid] = found
+            evicted = True
+            node = found.node_name
+        except Exception:
+            return None
+        else:
+            node = retry.node_name
+            plan[pod.uid] = Preemption(node, (), "nominated while its pod group preempts")
+        work = work.with_pod_on(pod, node)
+    if len(plan) < missing or not evicted:
+        return None
+    return plan
+
+
+__all__ = [
+    "GangFitError",
+    "GangState",
+    "bound_members",
+    "free_resources",
+    "gang_states",
+    "schedule_gang",
+    "shortfall",
+]
