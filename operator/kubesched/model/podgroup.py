@@ -62,7 +62,7 @@ class PodGroup:
     min_resources: Resource = ZERO
     min_resources_raw: Mapping[str, Any] = field(default_factory=dict)
     schedule_timeout_seconds: int | None = None
-    created: datetime = datetime.min
+    created: datetime = field(default_factory=lambda: parse_time(None))  # the epoch when unknown
     error: str = ""
 
     @property

@@ -5,6 +5,14 @@ longest; failed pods back off (1 s doubling to 10 s); unschedulable pods wait fo
 event that may help, or for the flush interval. Pods with scheduling gates wait aside, with no
 timer and no attempt, until an update removes the last gate (1.32's PreEnqueue). Lives on the
 event loop; not thread-safe.
+
+Gangs: the members of a PodGroup leave the queue together. When one is popped, every other
+member waiting in any sub-queue joins the batch with it, whatever the batch size, so that the
+algorithm decides them on one snapshot (kubesched.algorithm.gang); one group's members are never
+split between batches, nor interleaved with another group's. A member popped while others of its
+group are still in flight (being decided or bound) waits aside until they land, then goes first.
+Members are ordered by their group's creation time (`order_of`), so a group keeps its place
+in line across retries.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kubesched.model.objects import Pod
+from kubesched.model.podgroup import group_key
 from kubesched.plugins.scheduling_gates import pre_enqueue
 
 ACTIVE = "active"
@@ -25,6 +34,7 @@ BACKOFF = "backoff"
 UNSCHEDULABLE = "unschedulable"
 IN_FLIGHT = "in-flight"  # popped, being scheduled or bound
 GATED = "gated"  # held back by spec.schedulingGates: in no sub-queue, never popped
+DEFERRED = "deferred"  # a gang member whose group-mates are in flight: waits for them to land
 
 
 @dataclass(slots=True)
@@ -57,12 +67,15 @@ class QueueSettings:
 class SchedulingQueue:
     settings: QueueSettings = field(default_factory=QueueSettings)
     clock: Callable[[], float] = time.monotonic
+    # The pod's place in line among those of its priority: its creation time, or its group's.
+    order_of: Callable[[Pod], float] = lambda pod: pod.created.timestamp()
     _pods: dict[str, QueuedPod] = field(default_factory=dict)  # uid -> entry, in any sub-queue or in flight
     _active: list[tuple[int, float, int, str]] = field(default_factory=list)
     _backoff: list[tuple[float, int, str]] = field(default_factory=list)
     _unschedulable: dict[str, QueuedPod] = field(default_factory=dict)
     _in_flight: dict[str, QueuedPod] = field(default_factory=dict)
     _gated: dict[str, QueuedPod] = field(default_factory=dict)  # uid -> entry, outside `_pods`
+    _deferred: dict[str, list[QueuedPod]] = field(default_factory=dict)  # group key -> members waiting
     _seq: itertools.count[int] = field(default_factory=itertools.count)
     _cycle: int = 0
     _move_request_cycle: int = -1
@@ -113,7 +126,7 @@ class SchedulingQueue:
             return
         entry.gone = True
         self._unschedulable.pop(uid, None)
-        self._in_flight.pop(uid, None)
+        self._land(entry)
         # Heap entries are skipped lazily when popped.
 
     def move_all(self, event: str) -> int:
@@ -147,16 +160,15 @@ class SchedulingQueue:
                 entry = self._pods.get(uid)
                 if entry is None or entry.where != ACTIVE or uid in self._in_flight:
                     continue
-                self._cycle += 1
-                entry.cycle = self._cycle
-                entry.attempts += 1
-                entry.last_attempt = self.clock()
-                if entry.initial_attempt is None:
-                    entry.initial_attempt = entry.last_attempt
-                entry.where = IN_FLIGHT
-                entry.updated = False
-                self._in_flight[uid] = entry
-                batch.append(entry)
+                key = group_key(entry.pod)
+                if not key:
+                    self._take_off(entry, batch)
+                elif self._group_in_flight(key):
+                    entry.where = DEFERRED
+                    self._deferred.setdefault(key, []).append(entry)
+                else:
+                    for member in self._waiting_members(key, entry):
+                        self._take_off(member, batch)
             if batch or self._closed:
                 return batch
             self._wakeup.clear()
@@ -165,7 +177,7 @@ class SchedulingQueue:
 
     def done(self, entry: QueuedPod) -> None:
         """The pod was scheduled (assumed and handed to the binder): it leaves the queue."""
-        self._in_flight.pop(entry.key, None)
+        self._land(entry)
         if self._pods.get(entry.key) is entry:
             del self._pods[entry.key]
 
@@ -190,7 +202,7 @@ class SchedulingQueue:
     def hold(self, entry: QueuedPod) -> None:
         """The API server refused to bind the pod for its scheduling gates, which this view of it
         missed: it waits aside until an update without gates brings it back."""
-        self._in_flight.pop(entry.key, None)
+        self._land(entry)
         if entry.gone:
             return
         self._pods.pop(entry.key, None)
@@ -206,6 +218,7 @@ class SchedulingQueue:
         Pods still marked in flight were left by a term that ended mid-batch: they go back too.
         """
         self._in_flight.clear()
+        self._deferred.clear()
         for entry in list(self._pods.values()):
             if entry.where != ACTIVE:
                 self._unschedulable.pop(entry.key, None)
@@ -232,7 +245,7 @@ class SchedulingQueue:
                 self._push_active(entry)
 
     def counts(self) -> dict[str, int]:
-        active = sum(1 for e in self._pods.values() if e.where == ACTIVE)
+        active = sum(1 for e in self._pods.values() if e.where in (ACTIVE, DEFERRED))
         backoff = sum(1 for e in self._pods.values() if e.where == BACKOFF)
         return {
             ACTIVE: active,
@@ -249,8 +262,45 @@ class SchedulingQueue:
 
     # --- internals ----------------------------------------------------------------------------
 
+    def _take_off(self, entry: QueuedPod, batch: list[QueuedPod]) -> None:
+        """Move `entry` from its sub-queue into `batch`, in flight."""
+        self._unschedulable.pop(entry.key, None)
+        self._cycle += 1
+        entry.cycle = self._cycle
+        entry.attempts += 1
+        entry.last_attempt = self.clock()
+        if entry.initial_attempt is None:
+            entry.initial_attempt = entry.last_attempt
+        entry.where = IN_FLIGHT
+        entry.updated = False
+        self._in_flight[entry.key] = entry
+        batch.append(entry)
+
+    def _waiting_members(self, key: str, first: QueuedPod) -> list[QueuedPod]:
+        """`first` and the other members of its group waiting in any sub-queue, in line order."""
+        others = [
+            e
+            for e in self._pods.values()
+            if e is not first and e.where in (ACTIVE, BACKOFF, UNSCHEDULABLE) and group_key(e.pod) == key
+        ]
+        others.sort(key=lambda e: (-e.pod.priority, e.pod.created.timestamp(), e.key))
+        return [first, *others]
+
+    def _group_in_flight(self, key: str) -> bool:
+        return any(group_key(e.pod) == key for e in self._in_flight.values())
+
+    def _land(self, entry: QueuedPod) -> None:
+        """`entry` is no longer in flight: members of its group that waited for it go first."""
+        if self._in_flight.pop(entry.key, None) is None or not self._deferred:
+            return
+        key = group_key(entry.pod)
+        if key in self._deferred and not self._group_in_flight(key):
+            for member in self._deferred.pop(key):
+                if not member.gone and self._pods.get(member.key) is member and member.where == DEFERRED:
+                    self._push_active(member)
+
     def _take_back(self, entry: QueuedPod) -> bool:
-        self._in_flight.pop(entry.key, None)
+        self._land(entry)
         if entry.gone:
             return False
         if pre_enqueue(entry.pod) is not None:  # gates it gained while in flight (the API forbids it)
@@ -274,9 +324,9 @@ class SchedulingQueue:
     def _push_active(self, entry: QueuedPod) -> None:
         entry.where = ACTIVE
         entry.added = self.clock()
-        # Priority descending, then the time the pod was first seen: older pods first.
+        # Priority descending, then place in line (`order_of`): older pods, or groups, first.
         heapq.heappush(
-            self._active, (-entry.pod.priority, entry.pod.created.timestamp(), next(self._seq), entry.key)
+            self._active, (-entry.pod.priority, self.order_of(entry.pod), next(self._seq), entry.key)
         )
         self._wakeup.set()
 

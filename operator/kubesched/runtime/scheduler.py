@@ -11,6 +11,11 @@ One scheduler serves several profiles: a scheduler name -> Algorithm mapping. It
 pod is ours when its `spec.schedulerName` is a profile we serve, and each pod runs its own
 profile's algorithm, in a batch that may mix profiles. When a profile goes away, its pending pods
 leave the queue and stay pending, untouched: no scheduler of ours serves them any more.
+
+PodGroups: the queue hands a group's members over together and the batch decides them all or
+nothing (kubesched.algorithm.gang); `gangs` (runtime/gangs.py) counts every member the watch
+shows and, while this replica leads, the status each group should show, which `status_writer`
+writes.
 """
 
 from __future__ import annotations
@@ -22,11 +27,12 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
 from kubesched.algorithm.batch import Observer, Outcome, schedule_batch
+from kubesched.algorithm.gang import GangFitError
 from kubesched.algorithm.generic import Algorithm, FitError, ScheduleResult
 from kubesched.algorithm.preemption import Preemption, PreemptionOutcome
 from kubesched.algorithm.volume_reserve import PodVolumes, ScheduledWithVolumes
@@ -35,6 +41,7 @@ from kubesched.kube.events import NORMAL, SCHEDULED, Recorder, scheduled_message
 from kubesched.kube.eviction import Evictor
 from kubesched.kube.listing import Listing, stale
 from kubesched.model.objects import Node, Pod, node_from_dict, pod_from_dict
+from kubesched.model.podgroup import group_key
 from kubesched.plugins.registry import REQUEUE_KINDS
 from kubesched.plugins.scheduling_gates import (
     GATED_BIND_CONFLICT,
@@ -43,6 +50,7 @@ from kubesched.plugins.scheduling_gates import (
 )
 from kubesched.runtime.bind_gate import BindGate
 from kubesched.runtime.cache import OBJECT_KINDS, SchedulerCache
+from kubesched.runtime.gangs import GangTracker, group_lookup
 from kubesched.runtime.nominator import Nominator
 from kubesched.runtime.queue import QueuedPod, SchedulingQueue
 from kubesched.runtime.volumes import assume_in_cache, forget_in_cache
@@ -52,6 +60,8 @@ log = structlog.get_logger(__name__)
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
 APPLY_SLICE = 8  # decisions applied (assumed, binds started) per turn of the loop
+GROUP_STATUS_INTERVAL = 0.5  # seconds between two looks at the PodGroups whose status changed
+POD_GROUP = "PodGroup"
 # Objects whose change may help an unschedulable pod (1.20's PvAdd, StorageClassAdd, CSINodeAdd...).
 _MOVING_KINDS = REQUEUE_KINDS  # what the predicates declare in `requeue_on`
 
@@ -77,6 +87,7 @@ class Scheduler:
         executor: Executor | None = None,
         evictor: Evictor | None = None,
         gate: BindGate | None = None,
+        status_writer: GroupStatusSink | None = None,
     ) -> None:
         self.settings = settings
         self.base_algorithm = algorithm
@@ -107,6 +118,10 @@ class Scheduler:
         # Gated pods whose PodScheduled condition does not say so yet; only a leader writes it.
         self._gated_untold: dict[str, Pod] = {}
         self._leading = False
+        self._pod_group = group_lookup(lambda key: self.cache.get_object(POD_GROUP, key))
+        self.gangs = GangTracker(self._pod_group)
+        self.queue.order_of = self._place_in_line
+        self._status_writer = status_writer
         metrics.PENDING_PODS.track(self.queue.counts)
 
     # --- cluster events (called by the watch handlers) -------------------------------------------
@@ -117,6 +132,8 @@ class Scheduler:
         pod = pod_from_dict(raw)
         if not pod.uid:
             return
+        if self.gangs.tracks(pod.uid) or group_key(pod):
+            self.gangs.observe(pod, deleted=event_type == "DELETED" or pod.phase in TERMINAL_PHASES)
         if event_type == "DELETED" or pod.phase in TERMINAL_PHASES:
             self._drop_pod(pod.uid)
             return
@@ -170,6 +187,8 @@ class Scheduler:
         if meta.get("deletionTimestamp") or (raw.get("status") or {}).get("phase") in TERMINAL_PHASES:
             return False
         self.cache.confirm(uid)
+        if self.gangs.tracks(uid):
+            self.gangs.bound(uid, node)
         self.nominator.remove(uid)
         self._unbound.pop(uid, None)
         self.queue.delete(uid)
@@ -195,9 +214,34 @@ class Scheduler:
         if kind == "PodDisruptionBudget":
             self.cache.set_budget(key, None if event_type == "DELETED" else raw)
             return
+        if kind == POD_GROUP:
+            self._on_pod_group(key, event_type, raw)
+            return
         self.cache.set_object(kind, key, None if event_type == "DELETED" else raw)
         if event_type != "DELETED" and kind in _MOVING_KINDS:
             self.queue.move_all(f"{kind}Change")
+
+    def _on_pod_group(self, key: str, event_type: str | None, raw: Mapping[str, Any]) -> None:
+        """A PodGroup appeared, changed or went: its members may be tried again. Our own status
+        writes come back as updates too, with the same generation: those change nothing here."""
+        old = self.cache.get_object(POD_GROUP, key)
+        if event_type == "DELETED":
+            self.cache.set_object(POD_GROUP, key, None)
+            self.gangs.forget(key)
+            if self._status_writer is not None:
+                self._status_writer.forget(key)
+        elif old is None or _generation(old) != _generation(raw) or not _generation(raw):
+            self.cache.set_object(POD_GROUP, key, raw)
+            self.gangs.group_changed(key)
+        else:
+            return
+        self.queue.move_all("PodGroupChange")
+
+    def _place_in_line(self, pod: Pod) -> float:
+        """A pod's place among those of its priority: its group's creation time, or its own."""
+        key = group_key(pod)
+        group = self._pod_group(key) if key else None
+        return (group or pod).created.timestamp()
 
     def reconcile(self, nodes: Listing | None, pods: Listing | None) -> tuple[list[str], list[str]]:
         """Drop the nodes and pods that vanished before these listings (a watch gap hid their
@@ -271,20 +315,23 @@ class Scheduler:
             started = time.perf_counter()
             snapshot = self.cache.snapshot()
             profiles = self._profiles  # a policy reload swaps them between batches, never within one
+            pods = [entry.pod for entry in batch]
             outcomes, self._start_index = await loop.run_in_executor(
                 self._executor,
                 functools.partial(
                     schedule_batch,
                     nominated=self.nominator.entries() if self.nominator else None,
                     budgets=self.cache.budgets(),
+                    gangs=self.gangs.states(pods),
                 ),
                 profiles,
-                [entry.pod for entry in batch],
+                pods,
                 snapshot,
                 self._rng,
                 self._start_index,
                 self.observe,
             )
+            self.gangs.attempted(pods, outcomes)
             per_pod = (time.perf_counter() - started) / len(batch)
             for done, (entry, outcome) in enumerate(zip(batch, outcomes, strict=True), 1):
                 self._apply(entry, outcome, per_pod)
@@ -319,12 +366,30 @@ class Scheduler:
                 self.queue.requeue_all()
                 self._leading = True
                 self._tell_gated()
-                await self.run()
+                statuses = asyncio.create_task(self._write_group_statuses(), name="podgroup-status")
+                try:
+                    await self.run()
+                finally:
+                    statuses.cancel()
             except asyncio.CancelledError:
                 await self.stand_down()
                 raise
             finally:
                 self._leading = False
+
+    async def _write_group_statuses(self) -> None:
+        """While leading: hand the writer each PodGroup status that changed (all of them at first)."""
+        if self._status_writer is None:
+            return
+        self.gangs.mark_all_dirty()
+        while True:
+            for key in self.gangs.take_dirty():
+                status = self.gangs.status(key)
+                if status is None:
+                    self._status_writer.forget(key)
+                else:
+                    self._status_writer.set(key, status)
+            await asyncio.sleep(GROUP_STATUS_INTERVAL)
 
     async def stand_down(self) -> None:
         """Cancel the binds in flight; each forgets its assumption and puts its pod back."""
@@ -364,7 +429,8 @@ class Scheduler:
                 "pod_unschedulable", pod=pod.key, profile=profile, attempts=entry.attempts, reason=message
             )
             if isinstance(outcome, PreemptionOutcome):
-                self._carry_out(pod, outcome.preemption)
+                held = isinstance(outcome.error, GangFitError) and not outcome.preemption.victims
+                self._carry_out(pod, outcome.preemption, counted=not held)
         else:
             message = f"internal error while scheduling: {outcome!r}"
             metrics.SCHEDULE_ATTEMPTS.labels("error", profile).inc()
@@ -497,18 +563,23 @@ class Scheduler:
         if volumes is not None:
             forget_in_cache(self.cache, volumes)
 
-    def _carry_out(self, pod: Pod, result: Preemption) -> None:
+    def _carry_out(self, pod: Pod, result: Preemption, *, counted: bool = True) -> None:
         """Nominate the node and evict the victims (PrepareCandidate), or drop a nomination that
-        no longer helps."""
-        metrics.PREEMPTION_ATTEMPTS.inc()
+        no longer helps. A gang member held on a node for its group is not a preemption attempt
+        (`counted` False)."""
+        if counted:
+            metrics.PREEMPTION_ATTEMPTS.inc()
         node = result.node_name
         if not node:
             dropped = result.clear_nomination and (self.nominator.remove(pod.uid) or pod.nominated_node_name)
             if dropped and self._evictor is not None:
                 self._evictor.nominate(pod, "")
             return
-        metrics.PREEMPTION_VICTIMS.observe(len(result.victims))
-        self._log.info("pod_preempting", pod=pod.key, node=node, victims=[v.key for v in result.victims])
+        if counted:
+            metrics.PREEMPTION_VICTIMS.observe(len(result.victims))
+            self._log.info("pod_preempting", pod=pod.key, node=node, victims=[v.key for v in result.victims])
+        else:
+            self._log.info("pod_held_for_group", pod=pod.key, node=node, reason=result.message)
         # Lower-priority pods nominated there may no longer fit: they look again.
         lower = [p for p in self.nominator.pods_on(node) if p.priority < pod.priority and p.uid != pod.uid]
         for other in lower:
@@ -522,6 +593,18 @@ class Scheduler:
         for other in lower:
             self._evictor.nominate(other, "")
         self._evictor.nominate(pod, node)
+
+
+class GroupStatusSink(Protocol):
+    """Where PodGroup statuses go (kube/podgroup_status.py writes them)."""
+
+    def set(self, key: str, status: Mapping[str, Any]) -> None: ...
+
+    def forget(self, key: str) -> None: ...
+
+
+def _generation(raw: Mapping[str, Any]) -> int:
+    return int((raw.get("metadata") or {}).get("generation") or 0)
 
 
 def _shows_gated(raw: Mapping[str, Any]) -> bool:
