@@ -23,6 +23,16 @@ The snapshot it passes already holds the pods nominated to nodes with a priority
 preemptor's (they count on their node, and being of equal or higher priority they are never
 victims).
 
+Gangs (PodGroups, model/podgroup.py): evicting one member of a placed group breaks the whole
+job, so a member of a gang (a valid PodGroup with minMember > 1) is evicted only with every
+member of its group bound in the snapshot, on whatever node each runs. Its group may be evicted
+only when all those members have a lower priority than the preemptor (and it is not the
+preemptor's own group); otherwise its members stay, as higher-priority pods do. On a node, a
+gang's members there are removed and reprieved together, as one victim; the candidate's victims,
+its PDB violations and its rank count the whole group, off-node members included, and the
+caller deletes them all. Extenders see each node's own victims, and the other members are added
+to their answer. A gang preempting for its own members is algorithm/gang.py's.
+
 The `message` of a Preemption is what kube-scheduler 1.26+ appends to the FailedScheduling
 message after "preemption: " (pkg/scheduler/framework/preemption/preemption.go); 1.20 appends
 nothing. When no pod in the cluster has a lower priority than the preemptor, there is nothing
@@ -33,7 +43,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kubesched.algorithm.extenders import ExtenderError, HTTPExtender, Victims, run_preemption
@@ -41,6 +51,7 @@ from kubesched.algorithm.generic import ExtenderFailure, FitError, node_failures
 from kubesched.model.disruption import DisruptionBudget
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
+from kubesched.model.podgroup import group_key, pod_group_from_dict
 from kubesched.plugins import registry
 from kubesched.plugins.framework import SKIP, Predicate, Reject
 
@@ -57,18 +68,69 @@ MSG_NO_CANDIDATE = "no candidate node for preemption"
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
-    """A node and the pods to evict there, most important first."""
+    """A node and the pods to evict for it, most important first: pods on the node, and the
+    members elsewhere of the gangs evicted there. `violators`: the uids of the victims counted
+    in `num_pdb_violations`."""
 
     node_name: str
     victims: tuple[Pod, ...]
     num_pdb_violations: int
+    violators: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class Gangs:
+    """The gangs with members on the snapshot's nodes, as one preemptor sees them.
+
+    A gang is a PodGroup that exists, is valid and has minMember > 1; its members are those
+    `bound_members` counts (not deleting). Other pods naming a group are plain pods.
+    """
+
+    members: Mapping[str, tuple[Pod, ...]] = field(default_factory=dict)  # group key -> members, all nodes
+    group_of: Mapping[str, str] = field(default_factory=dict)  # member uid -> group key
+    evictable: frozenset[str] = frozenset()  # the groups the preemptor may evict, whole
+
+    @classmethod
+    def of(cls, pod: Pod, snapshot: Snapshot) -> Gangs:
+        """The gangs of `snapshot`, and those `pod` may evict: every member of a lower priority,
+        and not `pod`'s own group (evicting it would break the group `pod` joins)."""
+        raw = snapshot.objects.pod_groups
+        if not raw:
+            return NO_GANGS
+        is_gang: dict[str, bool] = {}
+        members: dict[str, list[Pod]] = {}
+        for info in snapshot.nodes:
+            for other in info.pods.values():
+                # A member already terminating is leaving anyway: a plain pod, as bound_members has it.
+                key = "" if other.deleting else group_key(other)
+                if not key:
+                    continue
+                if key not in is_gang:
+                    is_gang[key] = _is_gang(raw.get(key))
+                if is_gang[key]:
+                    members.setdefault(key, []).append(other)
+        own = group_key(pod)
+        return cls(
+            {key: tuple(pods) for key, pods in members.items()},
+            {member.uid: key for key, pods in members.items() for member in pods},
+            frozenset(
+                key
+                for key, pods in members.items()
+                if key != own and all(member.priority < pod.priority for member in pods)
+            ),
+        )
+
+
+NO_GANGS = Gangs()
 
 
 @dataclass(frozen=True, slots=True)
 class Preemption:
     """The outcome: a node to nominate and its victims, or a `message` saying why not.
 
-    `clear_nomination` asks the caller to drop a nomination the pod holds (preemption cannot help).
+    The victims are every pod to delete, wherever it runs (a gang evicted for the node has
+    members elsewhere). `clear_nomination` asks the caller to drop a nomination the pod holds
+    (preemption cannot help).
     """
 
     node_name: str = ""
@@ -145,15 +207,16 @@ def preempt(
     }
     if not potential or states is None:
         return Preemption(message=_no_room(pod, snapshot, reasons), clear_nomination=True)
+    gangs = Gangs.of(pod, snapshot)
     candidates, failed = dry_run(
-        pod, snapshot, potential, predicates, states, budgets, rng or random.Random()
+        pod, snapshot, potential, predicates, states, budgets, rng or random.Random(), gangs
     )
     if not candidates:
         reasons.update(failed)
         return Preemption(message=_no_room(pod, snapshot, reasons), clear_nomination=True)
     if extenders:
         try:
-            candidates = call_extenders(extenders, pod, snapshot, candidates)
+            candidates = call_extenders(extenders, pod, snapshot, candidates, budgets, gangs)
         except ExtenderError as exc:  # a transient failure: an earlier nomination stays
             return Preemption(message=str(exc))
         if not candidates:
@@ -192,12 +255,14 @@ def dry_run(
     states: Sequence[Any],
     budgets: Sequence[DisruptionBudget],
     rng: random.Random,
+    gangs: Gangs | None = None,
 ) -> tuple[list[Candidate], dict[str, tuple[str, ...]]]:
     """dryRunPreemption: candidates not violating PDBs first; and why each other node failed.
 
     Nodes are tried from a random offset; the search stops once a non-violating candidate is
-    among `num_candidates` found.
+    among `num_candidates` found. `gangs`: `Gangs.of(pod, snapshot)`, computed when not given.
     """
+    gangs = gangs if gangs is not None else Gangs.of(pod, snapshot)
     wanted = num_candidates(len(potential))
     offset = rng.randrange(len(potential))
     clean: list[Candidate] = []
@@ -205,7 +270,7 @@ def dry_run(
     failed: dict[str, tuple[str, ...]] = {}
     for i in range(len(potential)):
         info = potential[(offset + i) % len(potential)]
-        found = select_victims_on_node(pod, info, snapshot, predicates, states, budgets)
+        found = select_victims_on_node(pod, info, snapshot, predicates, states, budgets, gangs)
         if isinstance(found, Candidate):
             group = clean if found.num_pdb_violations == 0 else violating
             if len(group) < wanted:
@@ -224,48 +289,68 @@ def select_victims_on_node(
     predicates: Sequence[Predicate],
     states: Sequence[Any],
     budgets: Sequence[DisruptionBudget] = (),
+    gangs: Gangs | None = None,
 ) -> Candidate | tuple[str, ...]:
     """selectVictimsOnNode: the fewest lower-priority pods to evict from `info` so that `pod`
     fits, or why no eviction makes it fit.
 
     Removes every lower-priority pod; if the pod fits then, adds them back one by one (PDB
-    violators first, each group from the most important pod down) while it still fits.
+    violators first, each group from the most important pod down) while it still fits. A gang's
+    members on the node are one victim: removed and added back together, and evicted with the
+    group's members elsewhere (`gangs`: `Gangs.of(pod, snapshot)`, computed when not given).
     """
-    potential = sorted((p for p in info.pods.values() if p.priority < pod.priority), key=importance)
-    if not potential:
+    units = _victim_units(pod, info, gangs if gangs is not None else Gangs.of(pod, snapshot))
+    if not units:
         return (ERR_REASON_NO_VICTIMS,)
-    node = _without(info, potential)
+    node = _without(info, [p for here, _ in units for p in here])
     reasons = pod_fits(pod, node, snapshot, predicates, states)
     if reasons:
         return tuple(reasons)
-    violators, others = split_by_budget(potential, budgets)
+    # Budgets are charged for every pod a unit would evict, off-node members included.
+    violating = {p.uid for p in split_by_budget([p for _, whole in units for p in whole], budgets)[0]}
+    first = [unit for unit in units if any(p.uid in violating for p in unit[1])]
+    rest = [unit for unit in units if not any(p.uid in violating for p in unit[1])]
     victims: list[Pod] = []
-    num_violations = 0
-    for group, is_violating in ((violators, True), (others, False)):
-        for victim in group:
-            reprieved = node.with_pod(victim)
-            if pod_fits(pod, reprieved, snapshot, predicates, states):
-                victims.append(victim)
-                num_violations += is_violating
-            else:
-                node = reprieved
+    for here, whole in (*first, *rest):
+        reprieved = node
+        for victim in here:
+            reprieved = reprieved.with_pod(victim)
+        if pod_fits(pod, reprieved, snapshot, predicates, states):
+            victims.extend(whole)
+        else:
+            node = reprieved
     if not victims:  # it fits untouched: the failure came from elsewhere (1.22+ calls this an error)
         return (ERR_REASON_NO_VICTIMS,)
-    return Candidate(info.name, tuple(sorted(victims, key=importance)), num_violations)
+    counted = frozenset(v.uid for v in victims if v.uid in violating)
+    return Candidate(info.name, tuple(sorted(victims, key=importance)), len(counted), counted)
 
 
 def call_extenders(
-    extenders: Sequence[HTTPExtender], pod: Pod, snapshot: Snapshot, candidates: Sequence[Candidate]
+    extenders: Sequence[HTTPExtender],
+    pod: Pod,
+    snapshot: Snapshot,
+    candidates: Sequence[Candidate],
+    budgets: Sequence[DisruptionBudget] = (),
+    gangs: Gangs | None = None,
 ) -> list[Candidate]:
     """CallExtenders: the candidates the extenders accept, with the victims they name, in the
-    candidates' order (the extenders' new nodes after them); raises ExtenderError."""
-    offered = {c.node_name: Victims(c.victims, c.num_pdb_violations) for c in candidates}
+    candidates' order (the extenders' new nodes after them); raises ExtenderError.
+
+    The extenders see each node's own victims only. A gang member among the victims they return
+    brings its whole group back in; a candidate whose victims include a member of a gang `pod`
+    may not evict is dropped.
+    """
+    gangs = gangs if gangs is not None else Gangs.of(pod, snapshot)
+    offered = {c.node_name: _node_victims(c, snapshot) for c in candidates}
     accepted = run_preemption(extenders, pod, offered, snapshot)
+    known = {c.node_name: c for c in candidates}
     order = {c.node_name: i for i, c in enumerate(candidates)}
-    return [
-        Candidate(name, tuple(sorted(v.pods, key=importance)), v.num_pdb_violations)
-        for name, v in sorted(accepted.items(), key=lambda item: order.get(item[0], len(order)))
-    ]
+    found: list[Candidate] = []
+    for name, v in sorted(accepted.items(), key=lambda item: order.get(item[0], len(order))):
+        whole = _with_gangs(name, v, known.get(name), gangs, budgets)
+        if whole is not None:
+            found.append(whole)
+    return found
 
 
 def split_by_budget(pods: Sequence[Pod], budgets: Sequence[DisruptionBudget]) -> tuple[list[Pod], list[Pod]]:
@@ -330,6 +415,80 @@ def pod_fits(
 
 
 # --- internals --------------------------------------------------------------------------------
+
+
+def _is_gang(raw: Mapping[str, Any] | None) -> bool:
+    if raw is None:
+        return False
+    group = pod_group_from_dict(raw)
+    return not group.error and group.min_member > 1
+
+
+# A victim as selectVictimsOnNode removes and reprieves it: (its pods on the node, every pod it evicts).
+_Unit = tuple[tuple[Pod, ...], tuple[Pod, ...]]
+
+
+def _victim_units(pod: Pod, info: NodeInfo, gangs: Gangs) -> list[_Unit]:
+    """The pods `pod` may evict from `info` as units, most important first: a plain pod alone, a
+    gang's members on the node together (ranked by its most important member, wherever it runs)."""
+    units: list[_Unit] = []
+    here: dict[str, list[Pod]] = {}
+    for other in info.pods.values():
+        if other.priority >= pod.priority:
+            continue
+        key = gangs.group_of.get(other.uid)
+        if key is None:
+            units.append(((other,), (other,)))
+        elif key in gangs.evictable:
+            here.setdefault(key, []).append(other)
+        # Else a member of a gang that may not go whole: it stays, as a higher-priority pod does.
+    units.extend((tuple(pods), gangs.members[key]) for key, pods in here.items())
+    return sorted(units, key=lambda unit: min(importance(p) for p in unit[1]))
+
+
+def _node_victims(candidate: Candidate, snapshot: Snapshot) -> Victims:
+    """The candidate's victims on its node, and the PDB violations among them."""
+    info = snapshot.get(candidate.node_name)
+    here = tuple(v for v in candidate.victims if info is not None and v.uid in info.pods)
+    if len(here) == len(candidate.victims):
+        return Victims(here, candidate.num_pdb_violations)
+    return Victims(here, sum(v.uid in candidate.violators for v in here))
+
+
+def _with_gangs(
+    name: str,
+    victims: Victims,
+    candidate: Candidate | None,
+    gangs: Gangs,
+    budgets: Sequence[DisruptionBudget],
+) -> Candidate | None:
+    """An extender's answer for node `name` as a candidate: the victims it names and the rest of
+    their gangs, or None when one of those gangs may not be evicted whole.
+
+    The extender protocol names each node's victims among that node's pods (a reply naming a pod
+    elsewhere is refused), and a 1.20 extender knows nothing of gangs: so the other members are
+    added after its answer rather than offered to it. Those the dry run chose keep its PDB
+    verdict; any other is charged to the budgets now.
+    """
+    seen = {p.uid for p in victims.pods}
+    added: list[Pod] = []
+    for key in dict.fromkeys(gangs.group_of[p.uid] for p in victims.pods if p.uid in gangs.group_of):
+        if key not in gangs.evictable:
+            return None
+        for member in gangs.members[key]:
+            if member.uid not in seen:
+                seen.add(member.uid)
+                added.append(member)
+    chosen = {v.uid for v in candidate.victims} if candidate is not None else set()
+    counted = candidate.violators if candidate is not None else frozenset()
+    charged = {p.uid for p in split_by_budget([m for m in added if m.uid not in chosen], budgets)[0]}
+    extra = {m.uid for m in added if m.uid in counted or m.uid in charged}
+    return Candidate(
+        name,
+        tuple(sorted((*victims.pods, *added), key=importance)),
+        victims.num_pdb_violations + len(extra),
+        frozenset(extra | {p.uid for p in victims.pods if p.uid in counted}),
+    )
 
 
 def _without(info: NodeInfo, pods: Sequence[Pod]) -> NodeInfo:

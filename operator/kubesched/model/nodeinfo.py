@@ -148,6 +148,8 @@ class Snapshot:
         nodes = list(self.nodes)
         for pod in pods:
             i = self.index.get(pod.node_name)
+            if i is None or pod.uid not in nodes[i].pods:  # placed earlier in the batch: no nodeName yet
+                i = next((j for j, info in enumerate(nodes) if pod.uid in info.pods), None)
             if i is not None:
                 nodes[i] = nodes[i].without_pod(pod.uid)
         return Snapshot(tuple(nodes), self.objects, self.index, self.node_memo, {}, self.columns)
