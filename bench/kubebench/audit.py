@@ -1,4 +1,5 @@
-"""The audit of a finished run: every pod bound once to a real node, no node overcommitted.
+"""The audit of a finished run: every pod bound once to a real node, no node overcommitted, no
+PodGroup partly bound.
 
 It reads the API server's state afresh (not the watch, not the scheduler's own accounting) and
 sums requests with its own quantity parser.
@@ -10,6 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubebench.gangs import pod_group_of
 from kubebench.workload import parse_cpu, parse_memory
 
 EXAMPLES = 5
@@ -27,6 +29,9 @@ class Audit:
     overcommitted: list[str] = field(default_factory=list)
     selector_violations: list[str] = field(default_factory=list)
     selectors_checked: bool = True
+    partial_groups: list[str] = field(default_factory=list)
+    groups_not_found: list[str] = field(default_factory=list)
+    groups_checked: int = 0
 
     @property
     def ok(self) -> bool:
@@ -41,6 +46,8 @@ class Audit:
             ("pods bound to a second node", self.rebound),
             ("nodes overcommitted", self.overcommitted),
             ("pods on a node their nodeSelector excludes", self.selector_violations),
+            ("pod groups partly bound (fewer than minMember, more than 0)", self.partial_groups),
+            ("pod groups named by pods but not found", self.groups_not_found),
         ):
             if items:
                 found.append(f"{len(items)} {what} (e.g. {', '.join(items[:EXAMPLES])})")
@@ -54,6 +61,7 @@ class Audit:
             "bound": self.bound,
             "problems": self.problems(),
             "selectors_checked": self.selectors_checked,
+            "groups_checked": self.groups_checked,
         }
 
 
@@ -65,11 +73,14 @@ def audit(
     rebound: dict[str, list[str]],
     *,
     check_selectors: bool = True,
+    pod_groups: list[dict[str, Any]] | None = None,
 ) -> Audit:
     """Audit the run's `pods` against `nodes`; `all_pods` (every namespace) count towards node usage.
 
     The null binder places pods with no algorithm at all, so nodeSelectors are checked only for
-    real schedulers (`check_selectors`); capacity is checked for every binder.
+    real schedulers (`check_selectors`); capacity is checked for every binder. With `pod_groups`
+    (the run's PodGroups as the API server has them), each group must have 0 or at least
+    minMember members bound.
     """
     result = Audit(len(expected), len(pods), selectors_checked=check_selectors)
     by_name = {n["metadata"]["name"]: n for n in nodes}
@@ -91,6 +102,9 @@ def audit(
         if check_selectors and any(labels.get(k) != v for k, v in selector.items()):
             result.selector_violations.append(f"{name}->{node_name}")
     result.missing = sorted(expected - names)
+    if pod_groups is not None:
+        result.partial_groups, result.groups_not_found = partial_groups(pods, pod_groups)
+        result.groups_checked = len(pod_groups)
     result.rebound = sorted(f"{pod}:{'->'.join(hops)}" for pod, hops in rebound.items())
 
     used: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
@@ -124,6 +138,32 @@ def audit(
         if over:
             result.overcommitted.append(f"{node_name} ({'; '.join(over)})")
     return result
+
+
+def partial_groups(
+    pods: list[dict[str, Any]], pod_groups: list[dict[str, Any]]
+) -> tuple[list[str], list[str]]:
+    """Groups with some but fewer than minMember members bound; groups pods name that do not exist.
+
+    Bound pods only grow in a bench run (nothing deletes, evicts or rebinds them), so a group
+    partly bound at the end was never made whole: the end state is the check.
+    """
+    min_member = {g["metadata"]["name"]: int((g.get("spec") or {}).get("minMember") or 0) for g in pod_groups}
+    members: dict[str, int] = defaultdict(int)
+    bound: dict[str, int] = defaultdict(int)
+    for pod in pods:
+        group = pod_group_of(pod)
+        if not group:
+            continue
+        members[group] += 1
+        if pod["spec"].get("nodeName"):
+            bound[group] += 1
+    partial = [
+        f"{group} ({bound[group]}/{count} bound, minMember {min_member[group]})"
+        for group, count in sorted(members.items())
+        if group in min_member and 0 < bound[group] < min_member[group]
+    ]
+    return partial, sorted(set(members) - set(min_member))
 
 
 def pod_requests(pod: dict[str, Any]) -> tuple[int, int]:

@@ -15,14 +15,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kubebench import report, workload
+from kubebench import gangs, report, workload
 from kubebench.kubeapi import new_client
-from kubebench.runner import Context, Limits, Scenario, progress_printer, run_once
+from kubebench.runner import GANG, Context, Limits, Scenario, progress_printer, run_once
 from kubebench.schedulers import (
     ALL,
     DEFAULT_POLICY,
     KUBE_SCHEDULER,
     KUBESCHED,
+    KUBESCHED_GANGS,
+    NULL,
     REPO_ROOT,
     KubeschedFlags,
     SchedulerConfig,
@@ -31,6 +33,7 @@ from kubebench.schedulers import (
 )
 from kubesched_dev.devcluster import LocalControlPlane
 from kubesched_dev.devcluster.binaries import ensure_binaries
+from kubesched_dev.fixtures import install_crds
 
 RESULTS_DIR = Path(__file__).resolve().parent.parent / "results"
 # The last size is the memory case: 10,000 pods cached on 5,000 nodes.
@@ -38,6 +41,9 @@ DEFAULT_BATCH = ("1000x2000", "5000x5000", "5000x10000")
 DEFAULT_STEADY = "1000x100x30"
 QUICK_BATCH = ("200x400",)
 QUICK_STEADY = "200x50x10"
+DEFAULT_GANG, DEFAULT_GANG_MIXED = "1000x50x32", 20
+QUICK_GANG, QUICK_GANG_MIXED = "200x10x8", 4
+CRD_DIR = REPO_ROOT / "crds"
 SHARED_MACHINE_NOTE = (
     "Measured on a shared 2-core machine: the API server, etcd, the scheduler under test and the "
     "harness share its CPU, and other work may have run at the same time (see other_cpu_s and the "
@@ -55,7 +61,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help=f"smoke run: batch {QUICK_BATCH[0]}, steady {QUICK_STEADY}, 1 repeat",
+        help=(
+            f"smoke run: batch {QUICK_BATCH[0]}, steady {QUICK_STEADY}, "
+            f"gang {QUICK_GANG} + {QUICK_GANG_MIXED} mixed, 1 repeat"
+        ),
     )
     parser.add_argument(
         "--batch",
@@ -68,8 +77,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="NODESxRATExSECONDS",
         help=f"the steady-arrival run (default {DEFAULT_STEADY}: pods/s for seconds)",
     )
+    parser.add_argument(
+        "--gang",
+        metavar="NODESxGROUPSxSIZE",
+        help=f"the gang run, kubesched only (default {DEFAULT_GANG}: GROUPS PodGroups of SIZE pods)",
+    )
+    parser.add_argument(
+        "--gang-mixed",
+        type=int,
+        metavar="GROUPS",
+        help=(
+            f"groups of sizes drawn from {gangs.MIXED_SIZES[0]}-{gangs.MIXED_SIZES[1]} added to the gang run "
+            f"(default {DEFAULT_GANG_MIXED}, --quick {QUICK_GANG_MIXED})"
+        ),
+    )
     parser.add_argument("--no-batch", action="store_true", help="skip the pending-batch sizes")
     parser.add_argument("--no-steady", action="store_true", help="skip the steady-arrival run")
+    parser.add_argument("--no-gang", action="store_true", help="skip the gang run")
     parser.add_argument("--repeats", type=int, help="runs per scheduler and size (default 3, --quick 1)")
     parser.add_argument(
         "--schedulers", default=",".join(ALL), help=f"which, in order (default {','.join(ALL)})"
@@ -128,12 +152,40 @@ def scenarios_from(args: argparse.Namespace) -> list[Scenario]:
             args.steady or (QUICK_STEADY if args.quick else DEFAULT_STEADY), 3, "--steady NODESxRATExSECONDS"
         )
         found.append(Scenario.steady(int(nodes), rate, seconds))
+    if not args.no_gang:
+        nodes, groups, size = _numbers(
+            args.gang or (QUICK_GANG if args.quick else DEFAULT_GANG), 3, "--gang NODESxGROUPSxSIZE"
+        )
+        mixed = (
+            args.gang_mixed
+            if args.gang_mixed is not None
+            else (QUICK_GANG_MIXED if args.quick else DEFAULT_GANG_MIXED)
+        )
+        if mixed < 0:
+            raise SystemExit(f"bad value {mixed}: --gang-mixed GROUPS")
+        found.append(Scenario.gang(int(nodes), int(groups), int(size), mixed, args.seed))
     return found
+
+
+def binders_for(scenario: Scenario, schedulers: list[str]) -> list[str]:
+    """Who runs a scenario: the chosen binders; for the gang run kubesched without PodGroups and with
+    (kube-scheduler 1.20 has no gangs, and the null binder would only ignore them)."""
+    if scenario.mode == GANG:
+        return [KUBESCHED, KUBESCHED_GANGS] if KUBESCHED in schedulers else []
+    return schedulers
 
 
 def is_full_run(args: argparse.Namespace, schedulers: list[str], repeats: int) -> bool:
     """Every default size, every binder, at least three repeats: a run that may replace latest.*."""
-    default_sizes = not (args.batch or args.steady or args.no_batch or args.no_steady)
+    default_sizes = not (
+        args.batch
+        or args.steady
+        or args.gang
+        or args.gang_mixed is not None
+        or args.no_batch
+        or args.no_steady
+        or args.no_gang
+    )
     return default_sizes and set(schedulers) == set(ALL) and repeats >= 3
 
 
@@ -166,8 +218,19 @@ async def _main(args: argparse.Namespace) -> int:
     scenarios = scenarios_from(args)
     schedulers = [s.strip() for s in args.schedulers.split(",") if s.strip()]
     unknown = set(schedulers) - set(ALL)
+    skipped = [s for s in scenarios if not binders_for(s, schedulers)]
+    scenarios = [s for s in scenarios if s not in skipped]
     if unknown or not schedulers or not scenarios:
         raise SystemExit(f"nothing to run, or unknown schedulers {sorted(unknown)} (known: {', '.join(ALL)})")
+    for scenario in skipped:
+        print(f"note: {scenario.name} skipped: it runs kubesched only", file=sys.stderr)
+    if any(s.mode == GANG for s in scenarios) and not gangs.has_pod_group_crd(CRD_DIR):
+        print(
+            f"cannot run: no {gangs.CRD_NAME} CRD in {CRD_DIR} (--no-gang skips the gang run)",
+            file=sys.stderr,
+        )
+        return 2
+    kinds = list(dict.fromkeys(k for s in scenarios for k in binders_for(s, schedulers)))
     repeats = args.repeats or (1 if args.quick else 3)
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     log_dir = args.log_dir or Path(f"/tmp/kubebench-{stamp}")
@@ -190,7 +253,9 @@ async def _main(args: argparse.Namespace) -> int:
         print(f"cannot run: {e}", file=sys.stderr)
         return 2
     for scenario in scenarios:
-        if not workload.round_robin_fits(scenario.nodes, scenario.pods):
+        if NULL in binders_for(scenario, schedulers) and not workload.round_robin_fits(
+            scenario.nodes, scenario.pods
+        ):
             print(
                 f"note: at {scenario.name} the null binder's round-robin may overcommit small nodes "
                 "(its audit would fail)",
@@ -216,10 +281,14 @@ async def _main(args: argparse.Namespace) -> int:
                 async with api:
                     pids = {"kube-apiserver": _pid(cp.apiserver), "etcd": _pid(cp.etcd)}
                     ctx = Context(api, cp.kubeconfig, pids, config, limits, args.seed, log_dir, show)
+                    if scenario.mode == GANG:
+                        # Before any scheduler starts, so that both kubesched runs see PodGroups served.
+                        await install_crds(api, CRD_DIR)
+                    binders = binders_for(scenario, schedulers)
                     for repeat in range(repeats):
                         # Rotate the order each repeat, so that drift on the machine hits all alike.
-                        shift = repeat % len(schedulers)
-                        for kind in schedulers[shift:] + schedulers[:shift]:
+                        shift = repeat % len(binders)
+                        for kind in binders[shift:] + binders[:shift]:
                             index += 1
                             runs.append(await run_once(ctx, scenario, kind, repeat, index))
                             report.write_json({"meta": meta, "runs": runs}, [partial])
@@ -228,7 +297,7 @@ async def _main(args: argparse.Namespace) -> int:
     meta["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
     meta["interrupted"] = interrupted
     names = [s.name for s in scenarios]
-    rows = report.summarise(runs, names, schedulers)
+    rows = report.summarise(runs, names, kinds)
     found_ratios = report.ratios(rows, names)
     results = {"meta": meta, "summary": rows, "ratios": found_ratios, "runs": runs}
     # Smoke runs keep only their latest result, and so do runs of other sizes, binders or fewer
@@ -250,9 +319,7 @@ async def _main(args: argparse.Namespace) -> int:
     if not args.no_plot and rows:
         from kubebench.plot import plot
 
-        png = plot(
-            rows, names, titles, schedulers, _heading(meta), results_dir / f"{stems[0]}.png", found_ratios
-        )
+        png = plot(rows, names, titles, kinds, _heading(meta), results_dir / f"{stems[0]}.png", found_ratios)
         for stem in stems[1:]:
             (results_dir / f"{stem}.png").write_bytes(png.read_bytes())
         print(f"plot: {', '.join(str(results_dir / f'{s}.png') for s in stems)}")
@@ -268,7 +335,9 @@ def report_again(path: Path, with_plot: bool) -> int:
     results = json.loads(path.read_text())
     runs, meta = results["runs"], results["meta"]
     names = list(dict.fromkeys(r["scenario"] for r in runs))
-    schedulers = [s for s in meta["config"]["schedulers"] if any(r["scheduler"] == s for r in runs)]
+    # The configured binders in their order, then those only some scenarios run (kubesched-gangs).
+    configured = [*meta["config"]["schedulers"], *(r["scheduler"] for r in runs)]
+    schedulers = [s for s in dict.fromkeys(configured) if any(r["scheduler"] == s for r in runs)]
     titles = meta.get("scenarios") or {}
     rows = report.summarise(runs, names, schedulers)
     found_ratios = report.ratios(rows, names)
@@ -302,7 +371,7 @@ def _plan(
 ) -> str:
     lines = [
         f"benchmark: {len(scenarios)} scenario(s) x {len(schedulers)} scheduler(s) x {repeats} repeat(s)",
-        *(f"  {s.name}: {s.title}" for s in scenarios),
+        *(f"  {s.name}: {s.title} ({', '.join(binders_for(s, schedulers))})" for s in scenarios),
         f"  schedulers: {', '.join(schedulers)}; "
         f"client QPS {config.kube_api_qps:g}, burst {config.kube_api_burst}",
         f"  policy: {config.policy_file}",

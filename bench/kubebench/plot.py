@@ -11,10 +11,10 @@ matplotlib.use("Agg")  # no display here; must precede pyplot
 
 import matplotlib.pyplot as plt
 
-from kubebench.report import median
-from kubebench.schedulers import KUBE_SCHEDULER, KUBESCHED, LABELS, NULL
+from kubebench.report import GANG_RATIO, median
+from kubebench.schedulers import KUBE_SCHEDULER, KUBESCHED, KUBESCHED_GANGS, LABELS, NULL
 
-COLORS = {NULL: "#9e9e9e", KUBE_SCHEDULER: "#3f6fb5", KUBESCHED: "#e07b24"}
+COLORS = {NULL: "#9e9e9e", KUBE_SCHEDULER: "#3f6fb5", KUBESCHED: "#e07b24", KUBESCHED_GANGS: "#8e4f9e"}
 PANELS = (
     ("pods_per_s", "throughput, pods/s (first to last bind)", "higher is better"),
     ("latency_p99_ms", "creation-to-bound p99, ms (dot: p50)", "lower is better"),
@@ -32,11 +32,18 @@ def plot(
     path: Path,
     found_ratios: list[dict[str, Any]] | None = None,
 ) -> Path:
-    """Draw the summary rows; kubesched's bars carry their ratio to kube-scheduler ("k-s")."""
+    """Draw the summary rows; kubesched's bars carry their ratio to kube-scheduler ("k-s"), and those
+    of kubesched with PodGroups their ratio to kubesched without ("no groups")."""
     versus = {
         (entry["scenario"], key): value
         for entry in found_ratios or []
         for key, value in (entry.get("kubesched_vs_kube_scheduler") or {}).items()
+        if value is not None
+    }
+    versus_no_groups = {
+        (entry["scenario"], key): value
+        for entry in found_ratios or []
+        for key, value in (entry.get(GANG_RATIO) or {}).items()
         if value is not None
     }
     fig, axes = plt.subplots(2, 2, figsize=(14, 9))
@@ -63,6 +70,9 @@ def plot(
                 vs = versus.get((scenario, key)) if kind == KUBESCHED else None
                 if vs is not None:
                     text += f"\n{vs:.2f}x k-s"  # kubesched / kube-scheduler
+                vs = versus_no_groups.get((scenario, key)) if kind == KUBESCHED_GANGS else None
+                if vs is not None:
+                    text += f"\n{vs:.2f}x no groups"
                 ax.text(position, value, text, ha="center", va="bottom", fontsize=7)
             ax.bar(
                 xs,

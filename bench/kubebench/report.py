@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from kubebench.runner import OK
-from kubebench.schedulers import KUBE_SCHEDULER, KUBESCHED, LABELS, NULL
+from kubebench.schedulers import KUBE_SCHEDULER, KUBESCHED, KUBESCHED_GANGS, LABELS, NULL
 
 # (key, column title, format, higher is better)
 METRICS: tuple[tuple[str, str, str, bool], ...] = (
@@ -21,11 +21,24 @@ METRICS: tuple[tuple[str, str, str, bool], ...] = (
     ("loop_lag_max_ms", "max loop lag ms", "{:.0f}", False),
     ("loop_busy_max_ms", "of it own CPU ms", "{:.0f}", False),
 )
+# The gang run's own figures: columns only in the blocks where some row has them.
+GANG_METRICS: tuple[tuple[str, str, str, bool], ...] = (
+    ("makespan_pods_per_s", "pods/s from start", "{:.0f}", True),
+    ("makespan_s", "makespan s", "{:.2f}", False),
+    ("group_done_p50_s", "group p50 s", "{:.2f}", False),
+    ("group_done_p95_s", "group p95 s", "{:.2f}", False),
+    ("group_done_max_s", "group max s", "{:.2f}", False),
+    ("group_spread_max_s", "group spread max s", "{:.2f}", False),
+)
 CONTEXT_METRICS = ("apiserver_cpu_s", "etcd_cpu_s", "other_cpu_s", "other_cores", "harness_cpu_s", "window_s")
 # A run during which the rest of the machine used more than this many cores is "noisy": someone
 # else's work competed with it. Quiet runs alone give the fairest comparison on a shared machine.
 NOISY_CORES = 0.25
 RATIO_METRICS = ("pods_per_s", "latency_p50_ms", "latency_p99_ms", "cpu_s_per_1000_pods", "peak_rss_mib")
+# kubesched with PodGroups / kubesched on the same pods without: both rates should keep this much.
+GANG_RATIO = "gangs_vs_no_groups"
+GANG_RATIO_METRICS = ("pods_per_s", "makespan_pods_per_s", "group_done_p95_s")
+GANG_RATE_GOAL = 0.8
 
 
 def summarise(
@@ -69,7 +82,7 @@ def other_cores(run: dict[str, Any]) -> float | None:
 
 def _metrics(runs: list[dict[str, Any]]) -> dict[str, Any]:
     found: dict[str, Any] = {}
-    for key in (*(m[0] for m in METRICS), *CONTEXT_METRICS):
+    for key in (*(m[0] for m in (*METRICS, *GANG_METRICS)), "group_spread_p50_s", *CONTEXT_METRICS):
         values = [
             v for r in runs if (v := other_cores(r) if key == "other_cores" else r.get(key)) is not None
         ]
@@ -84,7 +97,8 @@ def _metrics(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def ratios(rows: list[dict[str, Any]], scenarios: list[str]) -> list[dict[str, Any]]:
-    """kubesched / kube-scheduler and kubesched / null binder (the ceiling), figure by figure."""
+    """kubesched / kube-scheduler and kubesched / null binder (the ceiling), figure by figure; in the
+    gang run, kubesched with PodGroups / kubesched without."""
     found = []
     for scenario in scenarios:
         by_kind = {r["scheduler"]: r for r in rows if r["scenario"] == scenario}
@@ -103,8 +117,21 @@ def ratios(rows: list[dict[str, Any]], scenarios: list[str]) -> list[dict[str, A
                     key: _ratio(ours, by_kind[other], key, which)
                     for key in (RATIO_METRICS if other == KUBE_SCHEDULER else ("pods_per_s",))
                 }
+            gangs = by_kind.get(KUBESCHED_GANGS)
+            if gangs is not None:
+                versus = {key: _ratio(gangs, ours, key, which) for key in GANG_RATIO_METRICS}
+                entry[prefix + GANG_RATIO] = versus
+                entry[prefix + "gang_rate_goal_met"] = gang_rate_goal_met(versus)
         found.append(entry)
     return found
+
+
+def gang_rate_goal_met(versus: dict[str, float | None]) -> bool | None:
+    """Whether both rates with PodGroups keep GANG_RATE_GOAL of those without; None if one is missing."""
+    rates = [versus.get("pods_per_s"), versus.get("makespan_pods_per_s")]
+    if any(r is None for r in rates):
+        return None
+    return all(r is not None and r >= GANG_RATE_GOAL for r in rates)
 
 
 def _ratio(a: dict[str, Any], b: dict[str, Any], key: str, which: str) -> float | None:
@@ -121,14 +148,18 @@ def median(row: dict[str, Any], key: str, which: str = "metrics") -> float | Non
 
 def table(rows: list[dict[str, Any]], found_ratios: list[dict[str, Any]], titles: dict[str, str]) -> str:
     """The terminal table: one block per scenario, then its ratios and any failed runs."""
-    header = ["scheduler", "ok", *(m[1] for m in METRICS), "other cores", "noisy"]
     lines: list[str] = []
+    gang_blocks = False
     for scenario in dict.fromkeys(r["scenario"] for r in rows):
         mine = [r for r in rows if r["scenario"] == scenario]
+        extra = [m for m in GANG_METRICS if any(median(row, m[0]) is not None for row in mine)]
+        gang_blocks = gang_blocks or bool(extra)
+        columns = (*METRICS, *extra)
+        header = ["scheduler", "ok", *(m[1] for m in columns), "other cores", "noisy"]
         body = []
         for row in mine:
             cells = [LABELS.get(row["scheduler"], row["scheduler"]), f"{row['ok_runs']}/{row['runs']}"]
-            for key, _, fmt, _ in METRICS:
+            for key, _, fmt, _ in columns:
                 value = median(row, key)
                 cells.append("-" if value is None else fmt.format(value))
             other = median(row, "other_cores")
@@ -155,6 +186,17 @@ def table(rows: list[dict[str, Any]], found_ratios: list[dict[str, Any]], titles
             if entry["scenario"] != scenario:
                 continue
             for prefix, what in (("", "all ok runs"), ("quiet_", "quiet runs only")):
+                gang = entry.get(f"{prefix}{GANG_RATIO}")
+                if gang is not None:
+                    met = entry.get(f"{prefix}gang_rate_goal_met")
+                    verdict = "-" if met is None else ("met" if met else "NOT met")
+                    # Three digits: 0.795 must not read as the 0.80 it misses.
+                    parts = [f"{k} {_fmt_ratio(gang.get(k), 3)}" for k in GANG_RATIO_METRICS]
+                    lines.append(
+                        f"  {what}: kubesched with PodGroups / without: {', '.join(parts)}"
+                        f"  (goal: both rates >= {GANG_RATE_GOAL:g}x: {verdict})"
+                    )
+                    continue
                 vs = entry.get(f"{prefix}kubesched_vs_kube_scheduler") or {}
                 ceiling = (entry.get(f"{prefix}kubesched_vs_ceiling") or {}).get("pods_per_s")
                 if not any(v is not None for v in (*vs.values(), ceiling)):
@@ -172,11 +214,17 @@ def table(rows: list[dict[str, Any]], found_ratios: list[dict[str, Any]], titles
         f"(besides scheduler, API server, etcd, harness);\n  noisy: runs with more than {NOISY_CORES:g} such "
         "cores, left out of the quiet-runs ratios."
     )
+    if gang_blocks:
+        lines.append(
+            "  gang run: pods/s from start = bound pods / makespan (scheduler start to last bind); group: "
+            "from the scheduler's start\n  (all pods pending then) to the group's last bind, over whole "
+            "groups; spread: a group's first to last bind."
+        )
     return "\n".join(lines)
 
 
-def _fmt_ratio(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}x"
+def _fmt_ratio(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}x"
 
 
 def write_json(results: dict[str, Any], paths: list[Path]) -> list[Path]:

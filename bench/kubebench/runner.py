@@ -18,16 +18,17 @@ import aiohttp
 import numpy as np
 from kubernetes_asyncio import client
 
-from kubebench import workload
+from kubebench import gangs, workload
 from kubebench.audit import audit
 from kubebench.kubeapi import call, list_items
 from kubebench.observe import BindWatcher
 from kubebench.procstat import ProcessSampler, machine_busy_seconds, self_cpu_seconds
-from kubebench.schedulers import NULL, SchedulerConfig, SchedulerProcess
+from kubebench.schedulers import KUBESCHED_GANGS, NULL, SchedulerConfig, SchedulerProcess
 from kubesched_dev.fixtures import create_nodes, create_pods, post_object
 
 BATCH = "batch"
 STEADY = "steady"
+GANG = "gang"  # a pending batch of whole groups, with PodGroups or without (see gangs.py)
 CANARY = "canary"
 CREATE_CONCURRENCY = 64
 TICK = 0.2
@@ -44,6 +45,13 @@ FIGURES = (
     "peak_rss_mib",
     "loop_lag_max_ms",
     "loop_busy_max_ms",
+    "makespan_s",
+    "makespan_pods_per_s",
+    "group_done_p50_s",
+    "group_done_p95_s",
+    "group_done_max_s",
+    "group_spread_p50_s",
+    "group_spread_max_s",
 )
 
 # Statuses of a run; only "ok" runs give figures.
@@ -57,13 +65,18 @@ ERROR = "error"  # the harness could not do its part (API error, watch failure)
 
 @dataclass(frozen=True, slots=True)
 class Scenario:
-    """A cluster size and a way pods arrive: all pending at once (batch) or at a fixed rate (steady)."""
+    """A cluster size and a way pods arrive: all pending at once (batch), at a fixed rate (steady),
+    or all pending at once in whole groups (gang)."""
 
     mode: str
     nodes: int
     pods: int
     rate: float = 0.0  # pods/s, steady only
     duration: float = 0.0  # seconds, steady only
+    groups: int = 0  # gang only: groups of `group_size`
+    group_size: int = 0
+    mixed: int = 0  # gang only: groups of sizes drawn from gangs.MIXED_SIZES
+    group_sizes: tuple[int, ...] = ()  # gang only: every group's size, in the order created
 
     @classmethod
     def batch(cls, nodes: int, pods: int) -> Scenario:
@@ -73,16 +86,29 @@ class Scenario:
     def steady(cls, nodes: int, rate: float, duration: float) -> Scenario:
         return cls(STEADY, nodes, round(rate * duration), rate, duration)
 
+    @classmethod
+    def gang(cls, nodes: int, groups: int, size: int, mixed: int, seed: int) -> Scenario:
+        sizes = gangs.group_sizes(groups, size, mixed, seed)
+        return cls(GANG, nodes, sum(sizes), groups=groups, group_size=size, mixed=mixed, group_sizes=sizes)
+
     @property
     def name(self) -> str:
         if self.mode == BATCH:
             return f"batch-{self.nodes}n-{self.pods}p"
+        if self.mode == GANG:
+            return f"gang-{self.nodes}n-{self.groups}x{self.group_size}-mixed{self.mixed}"
         return f"steady-{self.nodes}n-{self.rate:g}pps-{self.duration:g}s"
 
     @property
     def title(self) -> str:
         if self.mode == BATCH:
             return f"{self.pods:,} pending pods, {self.nodes:,} nodes"
+        if self.mode == GANG:
+            low, high = gangs.MIXED_SIZES
+            return (
+                f"{self.groups} groups of {self.group_size} + {self.mixed} of {low}-{high} "
+                f"({self.pods:,} pods), {self.nodes:,} nodes"
+            )
         return f"{self.rate:g} pods/s for {self.duration:g} s, {self.nodes:,} nodes"
 
 
@@ -96,7 +122,7 @@ class Limits:
     def for_scenario(self, scenario: Scenario) -> float:
         if self.run_timeout is not None:
             return self.run_timeout
-        if scenario.mode == BATCH:
+        if scenario.mode in (BATCH, GANG):
             return self.startup_timeout + 60 + scenario.pods / 10
         return self.startup_timeout + scenario.duration + 120
 
@@ -134,6 +160,11 @@ async def run_once(ctx: Context, scenario: Scenario, kind: str, repeat: int, ind
         "repeat": repeat + 1,
         "nodes": scenario.nodes,
         "pods": scenario.pods,
+        **(
+            {"groups": len(scenario.group_sizes), "grouped": kind == KUBESCHED_GANGS}
+            if scenario.group_sizes
+            else {}
+        ),
         "namespace": namespace,
         "scheduler_name": scheduler_name,
         "status": ERROR,
@@ -149,11 +180,11 @@ async def run_once(ctx: Context, scenario: Scenario, kind: str, repeat: int, ind
         await call(ctx.api, "POST", "/api/v1/namespaces", namespace_body(namespace))
         for service in workload.make_services(namespace):
             await post_object(ctx.api, f"/api/v1/namespaces/{namespace}/services", service)
-        pods = workload.make_pods(scenario.pods, namespace, scheduler_name, ctx.seed)
+        pods = await _make_pods(ctx, scenario, kind, namespace, scheduler_name)
         expected = {p["metadata"]["name"] for p in pods}
         created_at: dict[str, float] = {}
         create_latency: list[float] = []
-        if scenario.mode == BATCH:
+        if scenario.mode in (BATCH, GANG):
             await create_pods(ctx.api, pods, concurrency=CREATE_CONCURRENCY)
         record["setup_s"] = round(time.monotonic() - began, 2)
         watcher = BindWatcher(ctx.api, namespace)
@@ -168,7 +199,7 @@ async def run_once(ctx: Context, scenario: Scenario, kind: str, repeat: int, ind
         started = time.monotonic()
         process = SchedulerProcess(kind, ctx.config.command(kind, ctx.kubeconfig, scheduler_name), log_file)
         sched = ProcessSampler(process.pid)
-        if scenario.mode == BATCH:
+        if scenario.mode in (BATCH, GANG):
             created_at = dict.fromkeys(expected, started)
         else:
             # A canary proves the scheduler is up (synced and scheduling) before the clock starts.
@@ -211,6 +242,9 @@ async def run_once(ctx: Context, scenario: Scenario, kind: str, repeat: int, ind
             machine_busy_s=round(busy, 2),
             watch_restarts=watcher.restarts,
         )
+        if scenario.mode == GANG:
+            record.update(gangs.makespan_figures(bound, started))
+            record.update(gangs.group_figures(bound, gangs.members_of(pods), created_at))
         if create_latency:
             record["create_p99_ms"] = round(float(np.percentile(create_latency, 99)) * 1000, 1)
             record["arrival_rate"] = round(
@@ -222,7 +256,18 @@ async def run_once(ctx: Context, scenario: Scenario, kind: str, repeat: int, ind
         run_pods = [p for p in run_pods if p["metadata"]["name"] != CANARY]
         all_pods, _ = await list_items(ctx.api, "/api/v1/pods")
         nodes, _ = await list_items(ctx.api, "/api/v1/nodes")
-        result = audit(run_pods, all_pods, nodes, expected, watcher.rebound, check_selectors=kind != NULL)
+        pod_groups = None
+        if scenario.mode == GANG:
+            pod_groups, _ = await list_items(ctx.api, gangs.pod_groups_path(namespace))
+        result = audit(
+            run_pods,
+            all_pods,
+            nodes,
+            expected,
+            watcher.rebound,
+            check_selectors=kind != NULL,
+            pod_groups=pod_groups,
+        )
         record["audit"] = result.as_dict()
         if status == OK and not result.ok:
             status, detail = AUDIT_FAILED, "; ".join(result.problems())
@@ -251,6 +296,20 @@ async def run_once(ctx: Context, scenario: Scenario, kind: str, repeat: int, ind
             await delete_namespace(ctx.api, namespace)
     ctx.progress(_summary_line(label, record), True)
     return record
+
+
+async def _make_pods(
+    ctx: Context, scenario: Scenario, kind: str, namespace: str, scheduler_name: str
+) -> list[dict[str, Any]]:
+    """The run's pods; for a gang run with PodGroups, the PodGroups are created first, as a job's
+    controller creates them before its pods."""
+    if scenario.mode != GANG:
+        return workload.make_pods(scenario.pods, namespace, scheduler_name, ctx.seed)
+    grouped = kind == KUBESCHED_GANGS
+    if grouped:
+        for group in gangs.make_pod_groups(scenario.group_sizes, namespace):
+            await post_object(ctx.api, gangs.pod_groups_path(namespace), group)
+    return gangs.make_gang_pods(scenario.group_sizes, namespace, scheduler_name, ctx.seed, grouped=grouped)
 
 
 async def _wait_canary(
@@ -344,7 +403,7 @@ def _figures(
         # n binds span n-1 intervals.
         figures["pods_per_s"] = round((len(times) - 1) / (times[-1] - times[0]), 1)
         figures["bind_span_s"] = round(times[-1] - times[0], 3)
-    if times and scenario.mode == BATCH:
+    if times and scenario.mode in (BATCH, GANG):
         figures["first_bind_s"] = round(times[0] - started, 3)
     latencies = [max(0.0, t - created_at[name]) for name, (t, _) in bound.items() if name in created_at]
     if latencies:
@@ -406,7 +465,7 @@ async def reset_cluster(api: client.ApiClient, nodes: int, seed: int) -> None:
 
 
 async def delete_namespace(api: client.ApiClient, namespace: str) -> None:
-    """Pods (grace 0: no kubelet would confirm), Services and Events, then the namespace itself.
+    """Pods (grace 0: no kubelet would confirm), Services, Events and PodGroups, then the namespace.
 
     No namespace controller runs here, so its finalizer is dropped by hand.
     """
@@ -417,6 +476,8 @@ async def delete_namespace(api: client.ApiClient, namespace: str) -> None:
     for service in services:
         await call(api, "DELETE", f"{base}/services/{service['metadata']['name']}", ok=gone)
     await call(api, "DELETE", f"{base}/events", ok=gone)
+    # 404 where the PodGroup CRD is not installed (every class but the gang one).
+    await call(api, "DELETE", gangs.pod_groups_path(namespace), ok=gone)
     await call(api, "DELETE", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events", ok=gone)
     await call(api, "DELETE", base, ok=(*gone, 409))
     body = {**namespace_body(namespace), "spec": {"finalizers": []}}

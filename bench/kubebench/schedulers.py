@@ -18,7 +18,14 @@ NULL = "null"
 KUBE_SCHEDULER = "kube-scheduler"
 KUBESCHED = "kubesched"
 ALL = (NULL, KUBE_SCHEDULER, KUBESCHED)
-LABELS = {NULL: "null binder", KUBE_SCHEDULER: "kube-scheduler 1.20.2", KUBESCHED: "kubesched"}
+# kubesched again, on the gang workload's pods in PodGroups (`kubesched` there: the same pods without).
+KUBESCHED_GANGS = "kubesched-gangs"
+LABELS = {
+    NULL: "null binder",
+    KUBE_SCHEDULER: "kube-scheduler 1.20.2",
+    KUBESCHED: "kubesched",
+    KUBESCHED_GANGS: "kubesched, PodGroups",
+}
 
 BENCH_DIR = Path(__file__).resolve().parent.parent
 REPO_ROOT = BENCH_DIR.parent
@@ -118,7 +125,7 @@ class SchedulerConfig:
                 f"--scheduler-name={scheduler_name}",
                 *self.kube_scheduler_extra,
             ]
-        if kind == KUBESCHED:
+        if kind in (KUBESCHED, KUBESCHED_GANGS):
             return [
                 self.python, "-m", "kubesched", "run",
                 "--kubeconfig", str(kubeconfig),
