@@ -22,6 +22,7 @@ from kubesched.kube.eviction import Evictor
 from kubesched.kube.extender_transport import HTTPTransport
 from kubesched.kube.informer import Informer
 from kubesched.kube.listing import name_of
+from kubesched.kube.podgroup_status import PodGroupStatusWriter
 from kubesched.model.kinds import NODES, PODS
 from kubesched.policy.compile import compile_policy, default_algorithm
 from kubesched.policy.controller import PolicyController, PolicyStatusWriter
@@ -71,6 +72,8 @@ async def run_scheduler(settings: RunSettings) -> None:
         metrics.CLIENT_BURST_LIMIT.set(settings.connection.burst)
         recorder = Recorder(api, settings.scheduling.scheduler_name, limiter)
         evictor = Evictor(api, limiter, recorder, may_act=elector.is_leader if elector else None)
+        group_statuses = PodGroupStatusWriter(api)
+        writing_statuses = asyncio.create_task(group_statuses.run(), name="podgroup-status-writer")
         scheduler = Scheduler(
             settings.scheduling.scheduler(),
             algorithm,
@@ -78,6 +81,7 @@ async def run_scheduler(settings: RunSettings) -> None:
             recorder,
             evictor=evictor,
             queue=SchedulingQueue(settings.scheduling.queue()),
+            status_writer=group_statuses,
         )
         endpoints.cache_view = scheduler.cache.describe
         # Policies before pods, so that the first cycle already runs the profiles they define.
@@ -182,6 +186,8 @@ async def run_scheduler(settings: RunSettings) -> None:
             await elector.release()
         await policies.close()
         await evictor.close()  # before the recorder: an eviction posts its event there
+        await group_statuses.close()
+        writing_statuses.cancel()
         await recorder.close()
         for task in waiting:
             task.cancel()

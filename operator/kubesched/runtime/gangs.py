@@ -35,7 +35,6 @@ CONDITION = "Scheduled"
 PLACED = "Placed"
 WAITING_FOR_MEMBERS = "WaitingForMembers"
 UNSCHEDULABLE = "Unschedulable"
-INVALID = "Invalid"
 SCHEDULE_TIMEOUT = "ScheduleTimeout"
 REPLACING = "ReplacingMembers"
 # A group that has waited this long for room, with no scheduleTimeoutSeconds of its own, may
@@ -161,9 +160,11 @@ class GangTracker:
         return dirty
 
     def status(self, key: str) -> dict[str, Any] | None:
-        """The status the group should show, or None when there is no such PodGroup."""
+        """The status the group should show, or None when there is no such PodGroup or it is invalid:
+        the API server checks the whole object on a status write, so one our CRD's schema refuses
+        (minMember 0, from scheduler-plugins' CRD) takes no status; its members' events say why."""
         group = self._groups(key)
-        if group is None:
+        if group is None or group.error:
             return None
         record = self._records.setdefault(key, _Record())
         members = list(record.members.values())
@@ -204,8 +205,6 @@ class GangTracker:
         self, group: PodGroup, record: _Record, exist: int, scheduled: int, now: float
     ) -> tuple[str, str, str]:
         need = group.min_member
-        if group.error:
-            return "False", INVALID, f"the PodGroup is invalid: {group.error}"
         if scheduled >= need:
             return "True", PLACED, f"{scheduled} members placed, minMember {need}"
         if record.ever_placed:

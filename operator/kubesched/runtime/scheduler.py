@@ -304,10 +304,17 @@ class Scheduler:
     # --- the loop ----------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        loop = asyncio.get_running_loop()
         self._log.info(
             "scheduler_started", profiles={name: a.describe() for name, a in self._profiles.items()}
         )
+        statuses = asyncio.create_task(self._write_group_statuses(), name="podgroup-status")
+        try:
+            await self._schedule()
+        finally:
+            statuses.cancel()
+
+    async def _schedule(self) -> None:
+        loop = asyncio.get_running_loop()
         while True:
             batch = await self.queue.pop_batch(self.settings.batch_size)
             if not batch:
@@ -366,11 +373,7 @@ class Scheduler:
                 self.queue.requeue_all()
                 self._leading = True
                 self._tell_gated()
-                statuses = asyncio.create_task(self._write_group_statuses(), name="podgroup-status")
-                try:
-                    await self.run()
-                finally:
-                    statuses.cancel()
+                await self.run()
             except asyncio.CancelledError:
                 await self.stand_down()
                 raise
@@ -378,7 +381,7 @@ class Scheduler:
                 self._leading = False
 
     async def _write_group_statuses(self) -> None:
-        """While leading: hand the writer each PodGroup status that changed (all of them at first)."""
+        """While scheduling: hand the writer each PodGroup status that changed (all of them at first)."""
         if self._status_writer is None:
             return
         self.gangs.mark_all_dirty()

@@ -75,6 +75,14 @@ POD_CONDITION_PATCHES = Counter(
 )
 for _result in ("patched", "collapsed", "dropped", "failed"):
     POD_CONDITION_PATCHES.labels(_result)
+POD_GROUP_STATUS_WRITES = Counter(
+    "kubesched_podgroup_status_writes_total",
+    "PodGroup status patches, by the result: written, failed (refused or unanswered; tried again), gone "
+    "(the group or its CRD does not exist; the group is forgotten).",
+    ["result"],
+)
+for _result in ("written", "failed", "gone"):
+    POD_GROUP_STATUS_WRITES.labels(_result)
 BIND_PAUSES = Counter(
     "kubesched_bind_pauses_total",
     "Times binding paused because a request got no reply from the API server (binds are held, not "
