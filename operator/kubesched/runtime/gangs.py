@@ -87,6 +87,8 @@ class GangTracker:
         record.members[pod.uid] = pod
         self._key_of[pod.uid] = key
         self._dirty.add(key)
+        if pod.node_name:
+            self._latch(key, record)
 
     def bound(self, uid: str, node_name: str) -> None:
         """Our own bind confirmed by the watch (its event is not parsed again)."""
@@ -98,6 +100,7 @@ class GangTracker:
         if pod.node_name != node_name:
             record.members[uid] = replace(pod, node_name=node_name)
             self._dirty.add(key)
+            self._latch(key, record)
 
     def group_changed(self, key: str) -> None:
         self._records.setdefault(key, _Record())
@@ -254,6 +257,14 @@ class GangTracker:
             if best is None or rank < best:
                 best = rank
         return best[2] if best is not None else ""
+
+    def _latch(self, key: str, record: _Record) -> None:
+        """Remember that minMember members were placed once: losing one later is a gap, not a wait."""
+        group = self._groups(key)
+        if record.ever_placed or group is None:
+            return
+        counts = count_members(record.members.values())
+        record.ever_placed = counts.scheduled + counts.succeeded >= group.min_member
 
     def _remove(self, key: str, uid: str) -> None:
         self._key_of.pop(uid, None)
