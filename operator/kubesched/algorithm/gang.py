@@ -90,13 +90,22 @@ def gang_states(pods: Iterable[Pod], snapshot: Snapshot) -> dict[str, GangState]
 
 
 def free_resources(snapshot: Snapshot) -> Resource:
-    """What the schedulable nodes have left, summed (each node's shortfall counts as nothing)."""
+    """What the schedulable nodes have left, summed (each node's shortfall counts as nothing); each
+    pod a node runs takes one of its allowed pods (core.go getNodeResource)."""
     free = ZERO
     for info in snapshot.nodes:
         if info.node.unschedulable:
             continue
         left = info.node.allocatable - info.requested
-        free += left.max(ZERO)
+        # Clamped one by one: Resource.max(ZERO) keeps an extended resource ZERO does not name, so a
+        # node still running pods of a device it no longer reports would take from the others.
+        free += Resource(
+            milli_cpu=max(left.milli_cpu, 0),
+            memory=max(left.memory, 0),
+            ephemeral_storage=max(left.ephemeral_storage, 0),
+            allowed_pods=max(left.allowed_pods - len(info.pods), 0),
+            scalar={name: max(amount, 0) for name, amount in left.scalar.items()},
+        )
     return free
 
 
@@ -138,8 +147,8 @@ def precheck(
     if exist < group.min_member:
         return f"{exist} of {group.min_member} members exist"
     if group.min_resources != ZERO:
-        # The members already placed hold part of minResources themselves.
-        held = ZERO
+        # The members already placed hold part of minResources themselves (a pod slot each too).
+        held = Resource(allowed_pods=len(bound))
         for pod in bound:
             held += pod.requests
         gaps = shortfall((group.min_resources - held).max(ZERO), free_resources(snapshot))

@@ -75,6 +75,12 @@ def pod_group_from_dict(obj: Mapping[str, Any]) -> PodGroup:
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     errors: list[str] = []
+    # The CRD's schema rules these out; a snapshot file or a schemaless CRD does not.
+    if not isinstance(meta, Mapping):
+        meta = {}
+    if not isinstance(spec, Mapping):
+        errors.append("spec must be an object")
+        spec = {}
     raw_min = spec.get("minMember", 0)
     min_member = raw_min if isinstance(raw_min, int) and not isinstance(raw_min, bool) else 0
     if min_member < 1:
@@ -94,6 +100,7 @@ def pod_group_from_dict(obj: Mapping[str, Any]) -> PodGroup:
     if timeout is not None and (not isinstance(timeout, int) or isinstance(timeout, bool) or timeout < 0):
         errors.append(f"spec.scheduleTimeoutSeconds must be a non-negative integer, got {timeout!r}")
         timeout = None
+    created = meta.get("creationTimestamp")
     return PodGroup(
         namespace=str(meta.get("namespace") or ""),
         name=str(meta.get("name") or ""),
@@ -102,7 +109,7 @@ def pod_group_from_dict(obj: Mapping[str, Any]) -> PodGroup:
         min_resources=min_resources,
         min_resources_raw=dict(raw_resources),
         schedule_timeout_seconds=timeout,
-        created=parse_time(meta.get("creationTimestamp")),
+        created=parse_time(created if isinstance(created, str) else None),
         error="; ".join(errors),
     )
 
