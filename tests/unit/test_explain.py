@@ -1,17 +1,34 @@
 """`kubesched explain`'s pure part: every predicate's verdict on every node, every priority's score
-and weight for the feasible ones, best first, as a table and as JSON."""
+and weight for the feasible ones, best first, as a table and as JSON; and for a member of a
+PodGroup, its group's section."""
 
 from __future__ import annotations
 
 import json
 import random
+from typing import Any
 
 import pytest
 
+from kubesched.algorithm.batch import schedule_batch
 from kubesched.algorithm.generic import FitError
+from kubesched.model.nodeinfo import ClusterObjects, Snapshot
+from kubesched.model.objects import Pod
 from kubesched.policy.compile import compile_policy
-from kubesched.tools.explain import explain, render_json, render_table
-from kubesched_dev.fixtures import model_node, model_pod, node_info, snapshot
+from kubesched.tools.explain import (
+    BOUND,
+    DOES_NOT_FIT,
+    FITS,
+    GATED,
+    PLACED,
+    GroupMember,
+    explain,
+    explain_snapshot,
+    render_json,
+    render_table,
+)
+from kubesched.tools.snapshot import ClusterState
+from kubesched_dev.fixtures import make_node, make_pod, model_node, model_pod, node_info, snapshot
 
 POLICY = compile_policy(
     {
@@ -107,3 +124,153 @@ def test_a_policy_without_priorities_scores_every_node_1() -> None:
     )
     assert [(s.node, s.total) for s in result.feasible] == [("a", 1), ("b", 1)]
     assert result.message == "would be scheduled on one of a, b (tied, picked at random)"
+
+
+# ------------------------------------------------------------------------------------ pod groups
+
+GROUP_LABEL = {"scheduling.x-k8s.io/pod-group": "train"}
+SIMPLE = compile_policy({"predicates": [{"name": "PodFitsResources"}], "priorities": []})
+
+
+def pod_group(min_member: Any, name: str = "train") -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "default", "uid": f"pg-{name}"},
+        "spec": {"minMember": min_member},
+    }
+
+
+def two_nodes(*groups: dict[str, Any], resident: Pod | None = None) -> Snapshot:
+    """Two 4-cpu nodes (`resident` on the first) and these PodGroups."""
+    first = model_node("n1", cpu="4")
+    objects = ClusterObjects(pod_groups={f"default/{g['metadata']['name']}": g for g in groups})
+    return snapshot(
+        node_info(first, [resident] if resident else []), model_node("n2", cpu="4"), objects=objects
+    )
+
+
+def member(name: str, cpu: str = "3", **spec: Any) -> Pod:
+    return model_pod(name, cpu=cpu, labels=GROUP_LABEL, **spec)
+
+
+def test_a_member_of_a_group_that_is_short_says_so_in_the_words_of_the_scheduler() -> None:
+    """algorithm/gang.py: members placed all or nothing; three 3-cpu members on two 4-cpu nodes,
+    minMember 3: two fit, so none is placed, and each member's FailedScheduling message says why."""
+    first, second, third = member("t-0"), member("t-1"), member("t-2")
+    cluster = two_nodes(pod_group(3))
+    result = explain(SIMPLE, first, cluster, pending=[second, third, model_pod("stranger", cpu="1")])
+    group = result.group
+    assert group is not None
+    short = (
+        "pod group default/train: only 2 of 3 members can be placed: "
+        "0/2 nodes are available: 2 Insufficient cpu."
+    )
+    assert result.message == group.message == short
+    # The scheduler's own batch writes the same message for this member.
+    outcomes, _ = schedule_batch(
+        {"default-scheduler": SIMPLE}, [first, second, third], cluster, random.Random(0), 0
+    )
+    assert isinstance(outcomes[0], FitError) and outcomes[0].summary() == short
+    assert (group.key, group.min_member, group.problem) == ("default/train", 3, "")
+    assert (group.exist, group.bound, group.placeable, group.placed) == (3, 0, 2, False)
+    assert [(m.pod, m.status, m.reason) for m in group.members] == [
+        ("default/t-0", FITS, ""),
+        ("default/t-1", FITS, ""),
+        ("default/t-2", DOES_NOT_FIT, "0/2 nodes are available: 2 Insufficient cpu."),
+    ]
+    assert {m.node for m in group.members[:2]} == {"n1", "n2"}
+    # The node-by-node part is the member's own, alone on the cluster.
+    assert [s.node for s in result.feasible] == ["n1", "n2"]
+    table = render_table(result)
+    assert (
+        "POD GROUP default/train   minMember 3   3 member(s), 0 bound   2 pending member(s) fit now" in table
+    )
+    assert table.splitlines()[1] == short
+    assert any(line.split()[:3] == ["default/t-2", "does", "not"] for line in table.splitlines())
+    document = json.loads(render_json(result))
+    assert document["group"]["placeable"] == 2 and document["group"]["members"][2]["status"] == DOES_NOT_FIT
+
+
+def test_a_group_placed_whole_keeps_the_members_own_verdict_and_counts_the_bound_ones() -> None:
+    """coscheduling counts the members already bound towards minMember (algorithm/gang.py)."""
+    bound = member("t-0", node_name="n1")
+    pod, other = member("t-1", cpu="1"), member("t-2", cpu="1")
+    result = explain(SIMPLE, pod, two_nodes(pod_group(3), resident=bound), pending=[other])
+    group = result.group
+    assert group is not None and group.placed
+    assert result.message.startswith("would be scheduled on ")
+    assert group.message == "would be placed: 2 pending member(s) now, with 1 bound"
+    assert (group.exist, group.bound, group.placeable) == (3, 1, 2)
+    assert [(m.pod, m.status) for m in group.members] == [
+        ("default/t-0", BOUND),
+        ("default/t-1", PLACED),
+        ("default/t-2", PLACED),
+    ]
+    assert group.members[0].node == "n1"
+
+
+@pytest.mark.parametrize(
+    ("groups", "problem", "message"),
+    [
+        ((), "the PodGroup does not exist", "the PodGroup does not exist; its members wait for it."),
+        (
+            (pod_group(0),),
+            "the PodGroup is invalid: spec.minMember must be at least 1, got 0",
+            "the PodGroup is invalid: spec.minMember must be at least 1, got 0.",
+        ),
+        ((pod_group(3),), "", "2 of 3 members exist."),
+    ],
+)
+def test_a_group_that_cannot_be_tried_says_why(
+    groups: tuple[dict[str, Any], ...], problem: str, message: str
+) -> None:
+    """coscheduling's PreFilter: the group must exist, be valid, and have minMember members."""
+    pod = member("t-0", cpu="1")
+    result = explain(SIMPLE, pod, two_nodes(*groups), pending=[member("t-1", cpu="1")])
+    group = result.group
+    assert group is not None and group.problem == problem and not group.placed
+    assert group.min_member == (3 if not problem else None)
+    assert result.message == f"pod group default/train: {message}"
+    # Each member fits by itself: what holds them back is the group.
+    assert group.placeable == 2 and [m.status for m in group.members] == [FITS, FITS]
+
+
+def test_a_gated_member_counts_but_is_not_tried() -> None:
+    """A gated member exists (coscheduling counts it) but never reaches the scheduler."""
+    gated = model_pod("t-2", cpu="1", labels=GROUP_LABEL, schedulingGates=[{"name": "example.com/quota"}])
+    pod = member("t-0", cpu="1")
+    result = explain(SIMPLE, pod, two_nodes(pod_group(3)), pending=[member("t-1", cpu="1"), gated])
+    group = result.group
+    assert group is not None and group.exist == 3
+    assert result.message == "pod group default/train: only 2 of 3 members can be placed."
+    assert group.members[-1] == GroupMember(
+        "default/t-2", GATED, reason="waiting for scheduling gates: [example.com/quota]"
+    )
+
+
+def test_a_pod_of_no_group_reads_as_before() -> None:
+    result = explain(POLICY, POD, CLUSTER, pending=[member("t-0")])
+    assert result.group is None and "group" not in result.as_dict()
+    assert "POD GROUP" not in render_table(result)
+
+
+def test_explain_finds_the_members_in_the_cluster_state() -> None:
+    """`explain --snapshot`: the PodGroup and the members (either label) come from the state."""
+    legacy = {"pod-group.scheduling.sigs.k8s.io": "train"}
+    nodes = [make_node("n1", cpu="4"), make_node("n2", cpu="4")]
+    pods = [
+        make_pod("t-0", cpu="3", labels=GROUP_LABEL),
+        make_pod("t-1", cpu="3", labels=legacy),
+        make_pod("t-2", cpu="3", labels=GROUP_LABEL),
+        make_pod("t-3", "elsewhere", cpu="3", labels=GROUP_LABEL),  # another namespace: another group
+        make_pod("b-0", cpu="1", labels=GROUP_LABEL, node_name="n2"),
+    ]
+    state = ClusterState(nodes, pods, {"PodGroup": [pod_group(4)]}, [])
+    result = explain_snapshot(state, "default", "t-0", None, None)
+    group = result.group
+    assert group is not None and (group.exist, group.bound, group.placeable) == (4, 1, 2)
+    assert result.message == (
+        "pod group default/train: only 3 of 4 members can be placed: "
+        "0/2 nodes are available: 2 Insufficient cpu."
+    )

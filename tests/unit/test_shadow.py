@@ -332,3 +332,74 @@ async def test_a_new_leader_carries_on_from_the_figures_in_status() -> None:
     assert await reporter.flush() == 1
     figures = writer.stored["twin"]["shadow"]
     assert (figures["evaluated"], figures["agreed"], figures["since"]) == (10, 10, T0)
+
+
+# ------------------------------------------------------------------------------------- pod groups
+
+PACKING = {"priorities": [{"name": "MostRequestedPriority", "weight": 1}]}
+SPREADING = {"priorities": [{"name": "LeastRequestedPriority", "weight": 1}]}
+TRAIN = {
+    "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+    "kind": "PodGroup",
+    "metadata": {"name": "train", "namespace": "default", "uid": "pg-train"},
+    "spec": {"minMember": 5},
+}
+
+
+def gang() -> tuple[Snapshot, list[Pod]]:
+    """Two empty 4-cpu nodes and a group of five: four 1-cpu members, then one of 4 cpu. Packed, the
+    small ones fill one node and the large one takes the other; spread, the large one finds no room."""
+    from kubesched.model.nodeinfo import ClusterObjects, NodeInfo
+
+    nodes = [NodeInfo(node_from_dict(make_node(f"n{i}", cpu="4", memory="8Gi"))) for i in range(2)]
+    label = {"scheduling.x-k8s.io/pod-group": "train"}
+    pods = [make_pod(f"small-{i}", scheduler_name=OWN, cpu="1", labels=label) for i in range(4)]
+    pods.append(make_pod("large", scheduler_name=OWN, cpu="4", labels=label))
+    objects = ClusterObjects(pod_groups={"default/train": TRAIN})
+    return Snapshot.of(nodes, objects), [pod_from_dict(p) for p in pods]
+
+
+def run_gang(active: Mapping[str, Any], shadow: Mapping[str, Any]) -> tuple[list[Any], Tally]:
+    store = PolicyStore(OWN)
+    store.upsert(policy("active", {**active, "schedulerName": OWN}))
+    store.upsert(policy("shadow", {**shadow, "schedulerName": OWN, "mode": "Shadow"}, created=T1))
+    runner = ShadowRunner(seed=99, wall_clock=lambda: T1)
+    profiles: dict[str, Algorithm] = store.profiles()
+    runner.update(store.shadows(), store.active(), profiles)
+    snapshot, pods = gang()
+    outcomes, _ = schedule_batch(profiles, pods, snapshot, random.Random(1), 0, runner.observe)
+    (tally,) = runner.take().values()
+    return outcomes, tally
+
+
+def test_a_shadow_that_cannot_place_a_group_whole_disagrees_on_every_member() -> None:
+    """algorithm/gang.py: a group is placed all or nothing, so the shadow decides it as a group: one
+    by one on the active policy's snapshot, every member would fit somewhere."""
+    outcomes, tally = run_gang(PACKING, SPREADING)
+    assert all(isinstance(o, ScheduleResult) for o in outcomes)  # the active policy packs it
+    assert tally.evaluated == 5 and tally.errors == 0
+    assert tally.counts == {Verdict.SHADOW_ONLY_UNSCHEDULABLE: 5}
+    why = (
+        "pod group default/train: only 4 of 5 members can be placed: "
+        "0/2 nodes are available: 2 Insufficient cpu."
+    )
+    assert [d["pod"] for d in tally.disagreements] == [f"default/small-{i}" for i in range(4)] + [
+        "default/large"
+    ]
+    assert all(d["shadow"] == {"unschedulable": why} for d in tally.disagreements)
+    assert tally.disagreements[-1]["active"]["node"] in ("n0", "n1")
+
+
+def test_the_other_way_round_every_member_is_unschedulable_in_the_active_policy_only() -> None:
+    outcomes, tally = run_gang(SPREADING, PACKING)
+    assert all(isinstance(o, FitError) for o in outcomes)
+    assert tally.counts == {Verdict.ACTIVE_ONLY_UNSCHEDULABLE: 5}
+
+
+def test_an_identical_shadow_agrees_on_every_member_of_a_group() -> None:
+    """Ties broken otherwise by the shadow's own random source do not count against the next members:
+    each is compared where the active policy placed it."""
+    _, tally = run_gang(PACKING, PACKING)
+    assert tally.counts == {Verdict.SAME_NODE: 5} and tally.disagreements == []
+    _, tally = run_gang(SPREADING, SPREADING)
+    assert tally.counts == {Verdict.BOTH_UNSCHEDULABLE: 5}

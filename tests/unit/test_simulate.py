@@ -1,5 +1,5 @@
 """`kubesched simulate` and snapshot files: the diff it prints, the order it places pods in, the seed,
-the file round trip, and the command line on a saved file."""
+PodGroups placed all or nothing, the file round trip, and the command line on a saved file."""
 
 from __future__ import annotations
 
@@ -14,7 +14,14 @@ from click.testing import CliRunner
 from kubesched.cli import main
 from kubesched.policy.compile import compile_policy, default_algorithm
 from kubesched.policy.store import policy_manifest
-from kubesched.tools.simulate import SimulateError, parse_label_selector, simulate
+from kubesched.tools.simulate import (
+    GroupOutcome,
+    GroupPlacement,
+    SimulateError,
+    parse_label_selector,
+    render_table,
+    simulate,
+)
 from kubesched.tools.snapshot import ClusterState, SnapshotError, load, save
 from kubesched_dev.fixtures import make_node, make_pod
 
@@ -214,3 +221,103 @@ def test_explain_reads_a_saved_snapshot(tmp_path: Path) -> None:
     assert json.loads(outcome.output)["message"] == "0/3 nodes are available: 3 Insufficient cpu."
     absent = CliRunner().invoke(main, ["explain", "default/nope", "--snapshot", str(path)])
     assert absent.exit_code == 1 and "pod default/nope is not in the snapshot" in absent.output
+
+
+# ------------------------------------------------------------------------------------- pod groups
+
+
+def pod_group(name: str, min_member: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "default", "uid": f"pg-{name}"},
+        "spec": {"minMember": min_member},
+    }
+
+
+def members(group: str, count: int, cpu: str = "2") -> list[dict[str, Any]]:
+    return [
+        make_pod(f"{group}-{i}", cpu=cpu, labels={"scheduling.x-k8s.io/pod-group": group})
+        for i in range(count)
+    ]
+
+
+def with_groups(pods: list[dict[str, Any]], *groups: dict[str, Any]) -> ClusterState:
+    """`state()`'s nodes and resident pod, with these pending pods and PodGroups."""
+    return ClusterState(state().nodes, [*state(pending=0).pods, *pods], {"PodGroup": list(groups)}, [])
+
+
+def test_two_groups_that_fit_alone_but_not_together_one_is_placed_whole(tmp_path: Path) -> None:
+    """algorithm/gang.py: all or nothing. The three nodes have room for five 2-cpu pods; each group
+    of three fits alone, not both: the first in queue order is placed whole, the other not at all
+    (one by one, two of its members would have been placed)."""
+    cluster = with_groups([*members("g1", 3), *members("g2", 3)], pod_group("g1", 3), pod_group("g2", 3))
+    short = (
+        "pod group default/g2: only 2 of 3 members can be placed: "
+        "0/3 nodes are available: 3 Insufficient cpu."
+    )
+    for candidate, current in ((MOST, LEAST), (LEAST, MOST)):
+        result = simulate(cluster, candidate, current, scheduler_name=OWN)
+        nodes = {p.pod: p.candidate for p in result.placements}
+        assert all(nodes[f"default/g1-{i}"] for i in range(3)), nodes
+        assert [nodes[f"default/g2-{i}"] for i in range(3)] == [None, None, None]
+        assert {p.candidate_reason for p in result.placements if p.pod.startswith("default/g2")} == {short}
+        assert result.groups == (
+            GroupPlacement("default/g1", 3, GroupOutcome(True, 3), GroupOutcome(True, 3)),
+            GroupPlacement("default/g2", 3, GroupOutcome(False, 0, short), GroupOutcome(False, 0, short)),
+        )
+    document = result.as_dict()["podGroups"]
+    assert document[1] == {
+        "group": "default/g2",
+        "members": 3,
+        "current": {"placed": False, "membersPlaced": 0, "reason": short},
+        "candidate": {"placed": False, "membersPlaced": 0, "reason": short},
+    }
+    table = render_table(result).splitlines()
+    assert table[table.index("POD GROUPS (2)") + 2].split() == [
+        "default/g1", "3", "placed", "(3)", "placed", "(3)"
+    ]  # fmt: skip
+    assert f"default/g2 not placed under the candidate: {short}" in table
+    # Saved and read back, the PodGroups are in the state and decide the same.
+    path = tmp_path / "snap.json"
+    save(cluster, str(path))
+    assert simulate(load(str(path)), LEAST, MOST, scheduler_name=OWN) == result
+
+
+def test_a_group_missing_members_waits() -> None:
+    """coscheduling's PreFilter: fewer than minMember members exist, so none is tried, room or not."""
+    waiting = simulate(
+        with_groups(members("g", 2, cpu="100m"), pod_group("g", 3)), MOST, LEAST, scheduler_name=OWN
+    )
+    reason = "pod group default/g: 2 of 3 members exist."
+    assert [(p.pod, p.current, p.candidate, p.candidate_reason) for p in waiting.placements] == [
+        ("default/g-0", None, None, reason),
+        ("default/g-1", None, None, reason),
+    ]
+    assert waiting.groups[0].candidate == waiting.groups[0].current == GroupOutcome(False, 0, reason)
+    assert "pod group default/g: 2 of 3 members exist." in render_table(waiting)
+
+
+@pytest.mark.parametrize("left_out", ["gated", "not selected"])
+def test_a_member_that_is_not_placed_here_still_counts(left_out: str) -> None:
+    """A gated member (or one the selector leaves out) exists for the scheduler without being
+    placed: with minMember 3 the two others are not enough; with minMember 2 they are."""
+    pods = members("g", 3, cpu="100m")
+    if left_out == "gated":
+        pods[2]["spec"]["schedulingGates"] = [{"name": "example.com/quota"}]
+    else:
+        pods[2]["metadata"]["labels"]["tier"] = "batch"
+    selector = parse_label_selector("!tier")
+    result = simulate(
+        with_groups(pods, pod_group("g", 3)), MOST, LEAST, scheduler_name=OWN, selector=selector
+    )
+    assert [p.pod for p in result.placements] == ["default/g-0", "default/g-1"]
+    short = "pod group default/g: only 2 of 3 members can be placed."
+    assert result.groups[0].candidate == GroupOutcome(False, 0, short)
+    assert result.notes[-1] == (
+        "pod group default/g: 1 other member(s) counted, not placed here (gated, not selected, or pending)"
+    )
+    enough = simulate(
+        with_groups(pods, pod_group("g", 2)), MOST, LEAST, scheduler_name=OWN, selector=selector
+    )
+    assert enough.groups[0].candidate == GroupOutcome(True, 2)

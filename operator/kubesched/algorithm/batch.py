@@ -32,6 +32,34 @@ from kubesched.model.podgroup import group_key
 Outcome = ScheduleResult | FitError | Exception
 # Called after each decision with the pod, its algorithm, the snapshot and start index it saw (shadows).
 Observer = Callable[[Pod, Algorithm, Snapshot, int, Outcome], None]
+# Called once for a PodGroup's members decided together: the members, the profiles, what was known of
+# the group, the snapshot, start index and nominations they saw, and their outcomes (in order).
+GangObserve = Callable[
+    [
+        Sequence[Pod],
+        Mapping[str, Algorithm],
+        GangState | None,
+        Snapshot,
+        int,
+        Mapping[str, tuple[Pod, str]],
+        Sequence[Outcome],
+    ],
+    None,
+]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GangAwareObserver:
+    """An Observer that takes the members of a PodGroup at once (`gang`), as they were decided
+    together, and every other pod one by one (`each`): a shadow decides a group as a group."""
+
+    each: Observer
+    gang: GangObserve
+
+    def __call__(
+        self, pod: Pod, algorithm: Algorithm, snapshot: Snapshot, start: int, outcome: Outcome
+    ) -> None:
+        self.each(pod, algorithm, snapshot, start, outcome)
 
 
 def schedule_batch(
@@ -51,7 +79,8 @@ def schedule_batch(
 
     A bug hit by one pod is returned as its outcome, not raised, so the other pods of the batch and
     the loop carry on. `observe` sees every decision with the very snapshot it was made on (shadow
-    policies); it must not raise.
+    policies), a group's members with the snapshot the group was decided on, at once when it is a
+    GangAwareObserver; it must not raise.
 
     Each pod sees the pods `nominated` to nodes with a priority >= its own in their place; a
     pod no node fits may preempt (`budgets`: the PodDisruptionBudgets), and is then nominated
@@ -89,14 +118,16 @@ def schedule_batch(
         key = group_key(pod)
         if key:
             unit = [pods[j] for j in members[key]]
-            seen, began = snapshot, start
+            seen, began, held = snapshot, start, dict(nominated)
             decided, snapshot, start = schedule_gang(
                 unit, (gangs or {}).get(key), profiles, snapshot, rng, start, place, nominated, budgets
             )
             for j, outcome in zip(members[key], decided, strict=True):
                 outcomes[j] = outcome
-                if observe is not None:
+                if observe is not None and not isinstance(observe, GangAwareObserver):
                     observe(pods[j], profiles[pods[j].scheduler_name], seen, began, outcome)
+            if isinstance(observe, GangAwareObserver):
+                observe.gang(unit, profiles, (gangs or {}).get(key), seen, began, held, decided)
             continue
         view = with_nominated(snapshot, pod, nominated) if nominated else snapshot
         seen, began = view, start
@@ -148,4 +179,4 @@ def with_nominated(snapshot: Snapshot, pod: Pod, nominated: Mapping[str, tuple[P
     return view
 
 
-__all__ = ["Observer", "Outcome", "schedule_batch", "with_nominated"]
+__all__ = ["GangAwareObserver", "GangObserve", "Observer", "Outcome", "schedule_batch", "with_nominated"]

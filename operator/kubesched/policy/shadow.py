@@ -12,6 +12,16 @@ must not change because someone is watching), and the two decisions are compared
 - different node: both found a node, and the shadow ranks the active choice below its best;
 - unschedulable in the shadow only, in the active policy only, or in both (both counts as agreeing).
 
+The members of a PodGroup, decided together by the active policy (all or nothing), are decided
+together by each shadow too: it runs `schedule_batch` on the members, on the snapshot and with the
+nominations the group saw, and the group is sampled as a whole (by its `namespace/name`). When
+either side does not place the group, each member compares its outcome there (a shadow that cannot
+place the group disagrees on every member the active policy placed). When both place it, each
+member is compared as a lone pod is, on the snapshot the active policy placed it on (the members
+before it in place), so that a tie broken otherwise for one member does not count against the
+next ones: an identical policy still agrees on every member, unless a tie broken otherwise changes
+whether the group fits at all.
+
 Figures accumulate in memory as a `Tally` per `Comparison` (shadow policy, its generation, and
 what drove the scheduler name meanwhile); the shadow reporter takes them every few seconds and
 folds them into `status.shadow` with `fold_figures`. The first few disagreements of each interval
@@ -33,11 +43,14 @@ from typing import Any, Final
 
 import structlog
 
-from kubesched.algorithm.batch import Outcome
+from kubesched.algorithm.batch import GangAwareObserver, Outcome, schedule_batch, with_nominated
+from kubesched.algorithm.gang import GangFitError, GangState
 from kubesched.algorithm.generic import Algorithm, FitError, ScheduleResult, priority_scores
+from kubesched.algorithm.preemption import PreemptionOutcome
 from kubesched.kube.events import now_rfc3339
 from kubesched.model.nodeinfo import Snapshot
 from kubesched.model.objects import Pod
+from kubesched.model.podgroup import group_key
 from kubesched.policy.store import AcceptedGeneration
 from kubesched.telemetry import metrics
 
@@ -46,6 +59,8 @@ log = structlog.get_logger(__name__)
 MAX_RECENT: Final = 5  # disagreements kept in status, and detailed per reporting interval
 TOP_TERMS: Final = 3
 NOTHING: Final = "none"  # comparedWith when no algorithm serves the scheduler name
+
+Decided = ScheduleResult | FitError  # a decision to compare (a bug compares with nothing)
 
 
 class Verdict(enum.Enum):
@@ -193,6 +208,8 @@ class ShadowRunner:
         self._timer = timer
         self._lock = threading.Lock()
         self._tallies: dict[Comparison, Tally] = {}
+        # What schedule_batch is given (the scheduling loop's `observe`): pods one by one, groups whole.
+        self.observe = GangAwareObserver(self.observe_pod, self.observe_gang)
 
     def update(
         self,
@@ -219,7 +236,7 @@ class ShadowRunner:
         found = self._config.active.get(scheduler_name)
         return found[1] if found is not None else NOTHING
 
-    def observe(
+    def observe_pod(
         self, pod: Pod, algorithm: Algorithm, snapshot: Snapshot, start: int, outcome: Outcome
     ) -> None:
         """The active policy decided `outcome` for `pod` on `snapshot`: evaluate the shadows (executor)."""
@@ -240,6 +257,38 @@ class ShadowRunner:
                 log.warning("shadow_error", policy=target.policy, pod=pod.key, error=repr(exc))
                 with self._lock:
                     self._tallies.setdefault(key, Tally()).errors += 1
+
+    def observe_gang(
+        self,
+        pods: Sequence[Pod],
+        profiles: Mapping[str, Algorithm],
+        state: GangState | None,
+        snapshot: Snapshot,
+        start: int,
+        nominated: Mapping[str, tuple[Pod, str]],
+        outcomes: Sequence[Outcome],
+    ) -> None:
+        """The active policy decided a PodGroup's members together: each shadow decides them together
+        too, on the same snapshot, and compares member by member (executor)."""
+        config = self._config
+        name = pods[0].scheduler_name
+        targets = config.targets.get(name)
+        if not targets:
+            return
+        active = config.active.get(name)
+        if active is None or active[0] is not profiles[name]:
+            return  # a batch that started before a policy swap
+        group = group_key(pods[0])
+        for target in targets:
+            if not sampled(group, target.sample_rate):  # the whole group, or none of it
+                continue
+            key = Comparison(target.policy, target.generation, active[1])
+            try:
+                self._evaluate_gang(target, key, pods, profiles, state, snapshot, start, nominated, outcomes)
+            except Exception as exc:  # a bug hit by the shadow must not touch scheduling
+                log.warning("shadow_error", policy=target.policy, group=group, error=repr(exc))
+                with self._lock:
+                    self._tallies.setdefault(key, Tally()).errors += len(pods)
 
     def take(self) -> dict[Comparison, Tally]:
         """The figures gathered since the last call (event loop)."""
@@ -283,6 +332,82 @@ class ShadowRunner:
                 tally.disagreements.append(record)
         metrics.SHADOW_EVALUATIONS.labels(target.policy, verdict.value).inc()
         metrics.SHADOW_EVALUATION_DURATION.labels(target.policy).observe(seconds)
+
+    def _evaluate_gang(
+        self,
+        target: ShadowTarget,
+        key: Comparison,
+        pods: Sequence[Pod],
+        profiles: Mapping[str, Algorithm],
+        state: GangState | None,
+        snapshot: Snapshot,
+        start: int,
+        nominated: Mapping[str, tuple[Pod, str]],
+        outcomes: Sequence[Outcome],
+    ) -> None:
+        began = self._timer()
+        shadow_profiles = dict.fromkeys((pod.scheduler_name for pod in pods), target.algorithm)
+        gangs = {} if state is None else {group_key(pods[0]): state}
+        own, _ = schedule_batch(
+            shadow_profiles, pods, snapshot, self._rng, start, nominated=nominated, gangs=gangs
+        )
+        whole = not any(map(_held_by_group, (*own, *outcomes)))
+        # Per member both sides decided: (pod, active outcome and the snapshot it saw, shadow's).
+        compared: list[tuple[Pod, Decided, Snapshot, Decided, Snapshot]] = []
+        errors = 0
+        view, own_view, at = snapshot, snapshot, start  # as the active policy, and the shadow, placed them
+        for pod, outcome, shadow in zip(pods, outcomes, own, strict=True):
+            seen = with_nominated(view, pod, nominated) if nominated else view
+            shadow_seen = with_nominated(own_view, pod, nominated) if nominated else own_view
+            if not whole and isinstance(shadow, ScheduleResult):
+                own_view = own_view.with_pod_on(pod, shadow.node_name)
+            if isinstance(outcome, ScheduleResult | FitError):
+                if whole:
+                    # Both place the group: the member as a lone pod, where the active policy placed it.
+                    try:
+                        shadow = target.algorithm.schedule(pod, seen, self._rng, at)
+                    except FitError as exc:
+                        shadow = exc
+                    shadow_seen = seen
+                if isinstance(shadow, ScheduleResult | FitError):
+                    compared.append((pod, outcome, seen, shadow, shadow_seen))
+                else:
+                    errors += 1  # a bug hit by the shadow
+            if isinstance(outcome, ScheduleResult):
+                view, at = view.with_pod_on(pod, outcome.node_name), outcome.next_start_index
+        verdicts = [compare(outcome, shadow) for _, outcome, _, shadow, _ in compared]
+        with self._lock:
+            room = MAX_RECENT - len(self._tallies.setdefault(key, Tally()).disagreements)
+        records: list[dict[str, Any]] = []
+        for (pod, outcome, seen, shadow, shadow_seen), verdict in zip(compared, verdicts, strict=True):
+            if verdict.agrees or len(records) >= room:
+                continue
+            records.append(
+                {
+                    "pod": pod.key,
+                    "at": self._wall_clock(),
+                    "verdict": verdict.value,
+                    "active": decision(profiles[pod.scheduler_name], pod, seen, outcome),
+                    "shadow": decision(target.algorithm, pod, shadow_seen, shadow),
+                }
+            )
+        seconds = (self._timer() - began) / max(len(compared), 1)  # each member's share
+        with self._lock:
+            tally = self._tallies.setdefault(key, Tally())
+            for verdict in verdicts:
+                tally.add(verdict, seconds)
+            tally.errors += errors
+            tally.disagreements.extend(records[: max(MAX_RECENT - len(tally.disagreements), 0)])
+        for verdict in verdicts:
+            metrics.SHADOW_EVALUATIONS.labels(target.policy, verdict.value).inc()
+            metrics.SHADOW_EVALUATION_DURATION.labels(target.policy).observe(seconds)
+
+
+def _held_by_group(outcome: Outcome) -> bool:
+    """Whether `outcome` is a member held back by its group (not placed because the group is not)."""
+    if isinstance(outcome, PreemptionOutcome):
+        outcome = outcome.error
+    return isinstance(outcome, GangFitError)
 
 
 # ------------------------------------------------------------------------------------- status

@@ -9,6 +9,13 @@ all nodes are checked and scored (the scheduler stops at percentageOfNodesToScor
 large clusters, and normalises scores over the nodes it found), and nothing is chosen at random
 (ties are shown as ties).
 
+A member of a PodGroup is placed only with its group (kubesched.algorithm.gang): its explanation
+gains the group's section (minMember, the members pending and bound, how many of the pending ones
+fit now, and why each of the others does not), from a trial of the group's pending members on the
+snapshot, as the scheduler's batch decides them. When the group would not be placed, the headline
+is the members' FailedScheduling message ("pod group ns/name: only 5 of 8 members can be placed:
+...").
+
 The cluster state comes from the API server (snapshotfile.read_cluster, the scheduler's start-up
 LISTs) or from a file `kubesched snapshot save` wrote; `algorithm_for` finds the policy the
 scheduler would run for the pod: the active SchedulerPolicy for its scheduler name, else the
@@ -17,29 +24,51 @@ policy file given, else the built-in default.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import random
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from kubernetes_asyncio import client
 
+from kubesched.algorithm.batch import Outcome, schedule_batch
 from kubesched.algorithm.extenders import ExtenderError, TransportFactory, run_filters
-from kubesched.algorithm.generic import Algorithm, FitError, node_failures, priority_scores
+from kubesched.algorithm.gang import GangFitError, GangState
+from kubesched.algorithm.generic import Algorithm, FitError, ScheduleResult, node_failures, priority_scores
+from kubesched.algorithm.preemption import PreemptionOutcome
 from kubesched.kube.client import api_client, load_configuration, request
 from kubesched.kube.extender_transport import HTTPTransport
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod, pod_from_dict
+from kubesched.model.podgroup import (
+    LEGACY_POD_GROUP_LABEL,
+    POD_GROUP_LABEL,
+    PodGroup,
+    bound_members,
+    group_key,
+    group_name,
+    pod_group_from_dict,
+)
 from kubesched.model.unsupported import NOT_IMPLEMENTED, refusal
 from kubesched.plugins.node_validity import ValidNode
 from kubesched.plugins.scheduling_gates import pre_enqueue
 from kubesched.policy.compile import compile_policy, default_algorithm
 from kubesched.policy.files import load_policy_file
+from kubesched.tools.simulate import queue_order
 from kubesched.tools.snapshot import ClusterState, read_cluster
 from kubesched.tools.table import table
 
 EXTENDERS = "extenders"
+
+# What a member of the explained pod's group gets now.
+BOUND: Final = "bound"
+PLACED: Final = "placed"  # tried now, placed with its group
+FITS: Final = "fits"  # it fits, but its group is not placed
+DOES_NOT_FIT: Final = "does not fit"
+GATED: Final = "gated"  # never tried until its scheduling gates are removed
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +99,31 @@ class NodeScore:
 
 
 @dataclass(frozen=True, slots=True)
+class GroupMember:
+    """A member of the explained pod's PodGroup, and what it gets now."""
+
+    pod: str
+    status: str  # BOUND, PLACED, FITS, DOES_NOT_FIT or GATED
+    node: str = ""  # where it is bound, would be placed, or would fit
+    reason: str = ""  # why it cannot be placed: its own FitError summary, or its gates
+
+
+@dataclass(frozen=True, slots=True)
+class GroupExplanation:
+    """The explained pod's PodGroup, and what trying its pending members now gives."""
+
+    key: str  # namespace/name
+    min_member: int | None  # None: the PodGroup does not exist or is invalid (`problem` says which)
+    problem: str
+    exist: int  # members pending or bound
+    bound: int
+    placeable: int  # pending members that fit now, placed one after another, all or nothing aside
+    placed: bool  # tried now, the group's pending members would be placed
+    message: str  # what trying them gives: the members' FailedScheduling message when not placed
+    members: tuple[GroupMember, ...]  # bound first, then pending in queue order
+
+
+@dataclass(frozen=True, slots=True)
 class Explanation:
     pod: str
     scheduler_name: str
@@ -79,6 +133,7 @@ class Explanation:
     rejected: tuple[Rejection, ...]
     feasible: tuple[NodeScore, ...]  # best first
     notes: tuple[str, ...] = field(default=())
+    group: GroupExplanation | None = None  # the pod's PodGroup, when it belongs to one
 
     @property
     def best(self) -> tuple[str, ...]:
@@ -98,6 +153,8 @@ class Explanation:
             for entry in node["priorities"]:
                 entry["weighted"] = entry["score"] * entry["weight"]
         out["best"] = list(self.best)
+        if self.group is None:
+            del out["group"]  # a pod of no group reads as before groups existed
         return out
 
 
@@ -122,21 +179,127 @@ def _filter_reasons(
 
 
 def explain(
-    algorithm: Algorithm, pod: Pod, snapshot: Snapshot, *, scheduler_name: str = "", policy: str = ""
+    algorithm: Algorithm,
+    pod: Pod,
+    snapshot: Snapshot,
+    *,
+    scheduler_name: str = "",
+    policy: str = "",
+    pending: Sequence[Pod] = (),
 ) -> Explanation:
     """Every node's verdict for `pod` under `algorithm`; calls the extenders, binds nothing.
 
-    A gated pod is judged as it would be once its gates are gone; the message says it waits.
+    A gated pod is judged as it would be once its gates are gone; the message says it waits. For a
+    member of a PodGroup, `pending` are the pending pods that may be its fellow members (others are
+    ignored): the group's section says what trying them with it gives, and when the group would
+    not be placed, the message is the members' FailedScheduling message.
     """
     found = _explain(algorithm, pod, snapshot, scheduler_name=scheduler_name, policy=policy)
+    if group_key(pod):
+        group = explain_group(algorithm, pod, snapshot, pending)
+        message = found.message if group.placed else group.message
+        found = dataclasses.replace(found, message=message, group=group)
     gates = pre_enqueue(pod)
     if gates is None:
         return found
     message = f"not scheduled: {gates} (the scheduler does not try it until they are removed)"
     notes = (f"without the gates: {found.message}", *found.notes)
-    return Explanation(
-        found.pod, scheduler_name, policy, found.nodes, message, found.rejected, found.feasible, notes
+    return dataclasses.replace(found, message=message, notes=notes)
+
+
+def explain_group(
+    algorithm: Algorithm, pod: Pod, snapshot: Snapshot, pending: Sequence[Pod]
+) -> GroupExplanation:
+    """The section of `pod`'s PodGroup: its members pending (`pod` and those of `pending` in its
+    group) and bound (on the snapshot's nodes), and what trying the pending ones now gives.
+
+    Two trials of the members that the queue would take (not gated), in queue order, on the
+    snapshot: one as the scheduler decides them, all or nothing; one as if each were alone, for
+    what each would get without its group (whether it fits, and if not, its own FitError).
+    """
+    key = group_key(pod)
+    others = [p for p in pending if group_key(p) == key and p.uid != pod.uid and not p.node_name]
+    waiting = queue_order([pod, *(p for p in others if not p.deleting)])
+    trial = [p for p in waiting if p.uid == pod.uid or pre_enqueue(p) is None]
+    bound = bound_members(snapshot, key)
+    raw = snapshot.objects.pod_groups.get(key)
+    group = pod_group_from_dict(raw) if raw is not None else None
+    exist = len({p.uid for p in (*waiting, *bound)})
+    names = frozenset(p.scheduler_name for p in waiting)
+    profiles = dict.fromkeys(names, algorithm)
+    state = GangState(group, exist, names)
+    now, _ = schedule_batch(profiles, trial, snapshot, random.Random(0), 0, gangs={key: state})
+    # minMember 1 with no minResources: the members placed one after another, nothing held back.
+    alone_group = PodGroup(pod.namespace, group_name(pod), min_member=1)
+    alone, _ = schedule_batch(
+        profiles, trial, snapshot, random.Random(0), 0, gangs={key: GangState(alone_group, exist, names)}
     )
+    placed = not any(_gang_error(o) is not None for o in now)
+    members = [GroupMember(p.key, BOUND, p.node_name) for p in sorted(bound, key=lambda p: p.key)]
+    tried = {
+        p.uid: (outcome, alone_outcome) for p, outcome, alone_outcome in zip(trial, now, alone, strict=True)
+    }
+    for member in waiting:
+        if member.uid not in tried:
+            members.append(GroupMember(member.key, GATED, reason=pre_enqueue(member) or ""))
+            continue
+        outcome, alone_outcome = tried[member.uid]
+        if isinstance(outcome, ScheduleResult):
+            members.append(GroupMember(member.key, PLACED, outcome.node_name))
+        elif isinstance(alone_outcome, ScheduleResult):
+            members.append(GroupMember(member.key, FITS, alone_outcome.node_name))
+        else:
+            members.append(GroupMember(member.key, DOES_NOT_FIT, reason=_own_reason(alone_outcome)))
+    if group is None:
+        problem = "the PodGroup does not exist"
+    elif group.error:
+        problem = f"the PodGroup is invalid: {group.error}"
+    else:
+        problem = ""
+    if placed:
+        placing = sum(isinstance(o, ScheduleResult) for o in now)
+        message = f"would be placed: {placing} pending member(s) now, with {len(bound)} bound"
+    else:
+        message = _message(now[next(i for i, p in enumerate(trial) if p.uid == pod.uid)])
+    return GroupExplanation(
+        key,
+        group.min_member if group is not None and not problem else None,
+        problem,
+        exist,
+        len(bound),
+        sum(isinstance(o, ScheduleResult) for o in alone),
+        placed,
+        message,
+        tuple(members),
+    )
+
+
+def _gang_error(outcome: Outcome) -> GangFitError | None:
+    """The GangFitError behind `outcome`: its member was held back by its group."""
+    if isinstance(outcome, PreemptionOutcome):
+        outcome = outcome.error
+    return outcome if isinstance(outcome, GangFitError) else None
+
+
+def _own_reason(outcome: Outcome) -> str:
+    """Why the member does not fit by itself: its own FitError, without what preemption said."""
+    if isinstance(outcome, PreemptionOutcome):
+        outcome = outcome.error
+    if (
+        isinstance(outcome, GangFitError)
+        and outcome.cause is not None
+        and outcome.cause.pod.uid == outcome.pod.uid
+    ):
+        outcome = outcome.cause
+    return _message(outcome)
+
+
+def _message(outcome: Outcome) -> str:
+    if isinstance(outcome, FitError):
+        return outcome.summary()
+    if isinstance(outcome, ScheduleResult):
+        return f"would be scheduled on {outcome.node_name}"
+    return f"internal error while scheduling: {outcome!r}"
 
 
 def _explain(
@@ -248,6 +411,8 @@ def render_table(explanation: Explanation) -> str:
         e.message,
     ]
     lines.extend(f"note: {note}" for note in e.notes)
+    if e.group is not None:
+        lines += ["", *_group_lines(e.group, e.message)]
     if e.rejected:
         lines += ["", f"REJECTED ({len(e.rejected)})"]
         rows: list[list[str]] = [["NODE", "BY", "REASON"]]
@@ -269,6 +434,19 @@ def render_table(explanation: Explanation) -> str:
                 rows.append([*head, name, score, weight, weighted])
         lines += table(rows)
     return "\n".join(lines)
+
+
+def _group_lines(group: GroupExplanation, headline: str) -> list[str]:
+    spec = group.problem or f"minMember {group.min_member}"
+    lines = [
+        f"POD GROUP {group.key}   {spec}   {group.exist} member(s), {group.bound} bound"
+        f"   {group.placeable} pending member(s) fit now"
+    ]
+    if group.message != headline:  # the headline says it already when the group is not placed
+        lines.append(group.message)
+    rows = [["MEMBER", "STATUS", "NODE", "REASON"]]
+    rows += [[m.pod, m.status, m.node, m.reason] for m in group.members]
+    return lines + table(rows)
 
 
 # ------------------------------------------------------------------------------ cluster state
@@ -351,8 +529,27 @@ def explain_in_state(
     algorithm, source = algorithm_for(name_used, state.policies, policy_file)
     # A bound pod must not count against the nodes it is judged on.
     cache = state.cache(leave_out=frozenset({pod.uid}))
+    pending = _pending_members(state, pod)
     try:
-        return explain(algorithm, pod, cache.snapshot(), scheduler_name=name_used, policy=source)
+        return explain(
+            algorithm, pod, cache.snapshot(), scheduler_name=name_used, policy=source, pending=pending
+        )
     finally:
         for extender in algorithm.extenders:
             extender.close()
+
+
+def _pending_members(state: ClusterState, pod: Pod) -> list[Pod]:
+    """The pending pods of `pod`'s PodGroup in `state` (only those are parsed)."""
+    name = group_name(pod)
+    if not name:
+        return []
+    found = []
+    for raw in state.pods:
+        meta = raw.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        if meta.get("namespace") != pod.namespace or (raw.get("spec") or {}).get("nodeName"):
+            continue
+        if (labels.get(POD_GROUP_LABEL) or labels.get(LEGACY_POD_GROUP_LABEL)) == name:
+            found.append(pod_from_dict(raw))
+    return found

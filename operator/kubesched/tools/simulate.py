@@ -13,6 +13,12 @@ Pods are placed as the scheduler's queue takes them (higher priority first, then
 listing order), one after another, each placement seen by the next, by the scheduler's own
 `schedule_batch`, with a random source seeded by `--seed` for tie-breaking.
 
+The members of a PodGroup (kubesched.algorithm.gang) are placed together, all or nothing, where
+the first of them stands in that order, against the PodGroups the cluster state holds. What is
+known of a group is what the scheduler knows: its members are its pending pods in the state
+(gated ones, and those the selector leaves out, count without being placed) and its bound ones.
+The output says, per group, whether each policy places it and, if not, why.
+
 What "the same placements as the live scheduler" means: a kubesched started with the same
 `--seed` and this policy, on the cluster this state describes (it was saved, or read, before the
 scheduler saw the pods), binds every pod to the node simulate names for it, when (1) these are
@@ -38,10 +44,19 @@ import yaml
 
 from kubesched.algorithm.batch import schedule_batch
 from kubesched.algorithm.extenders import TransportFactory
+from kubesched.algorithm.gang import GangFitError, GangState
 from kubesched.algorithm.generic import Algorithm, FitError, ScheduleResult
+from kubesched.algorithm.preemption import PreemptionOutcome
 from kubesched.kube.extender_transport import HTTPTransport
 from kubesched.model.nodeinfo import Snapshot
 from kubesched.model.objects import Pod, pod_from_dict
+from kubesched.model.podgroup import (
+    LEGACY_POD_GROUP_LABEL,
+    POD_GROUP_LABEL,
+    bound_members,
+    group_key,
+    pod_group_from_dict,
+)
 from kubesched.model.selectors import (
     DOES_NOT_EXIST,
     EQUALS,
@@ -175,6 +190,30 @@ class Spread:
 
 
 @dataclass(frozen=True, slots=True)
+class GroupOutcome:
+    """What one policy did with a PodGroup's members: placed them (all that fit), or none, and why."""
+
+    placed: bool
+    members_placed: int
+    reason: str = ""  # the members' FailedScheduling message when the group is not placed
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"placed": self.placed, "membersPlaced": self.members_placed}
+        return {**out, "reason": self.reason} if self.reason else out
+
+
+@dataclass(frozen=True, slots=True)
+class GroupPlacement:
+    """A PodGroup whose members were among the pods placed, under each policy (replay: current is
+    where they are)."""
+
+    group: str  # namespace/name
+    members: int  # members among the pods placed
+    current: GroupOutcome
+    candidate: GroupOutcome
+
+
+@dataclass(frozen=True, slots=True)
 class Simulation:
     mode: str
     scheduler_name: str
@@ -186,6 +225,7 @@ class Simulation:
     before: tuple[Spread, ...]
     after: tuple[Spread, ...]
     notes: tuple[str, ...] = field(default=())
+    groups: tuple[GroupPlacement, ...] = field(default=())  # in the order of their first members
 
     @property
     def moved(self) -> tuple[Placement, ...]:
@@ -233,6 +273,21 @@ class Simulation:
                 for p in self.placements
             ],
             "notes": list(self.notes),
+            **(
+                {
+                    "podGroups": [
+                        {
+                            "group": g.group,
+                            "members": g.members,
+                            "current": g.current.as_dict(),
+                            "candidate": g.candidate.as_dict(),
+                        }
+                        for g in self.groups
+                    ]
+                }
+                if self.groups
+                else {}
+            ),
         }
 
 
@@ -242,12 +297,17 @@ def queue_order(pods: Sequence[Pod]) -> list[Pod]:
 
 
 def place(
-    algorithm: Algorithm, pods: Sequence[Pod], snapshot: Snapshot, seed: int
+    algorithm: Algorithm,
+    pods: Sequence[Pod],
+    snapshot: Snapshot,
+    seed: int,
+    gangs: Mapping[str, GangState] | None = None,
 ) -> tuple[list[Any], Snapshot]:
-    """Each pod's outcome under `algorithm`, placed in turn as the scheduler places a batch, and the
-    snapshot with every placement applied."""
+    """Each pod's outcome under `algorithm`, placed in turn as the scheduler places a batch (a
+    PodGroup's members together, `gangs` saying what is known of their groups), and the snapshot
+    with every placement applied."""
     profiles = {pod.scheduler_name: algorithm for pod in pods}
-    outcomes, _ = schedule_batch(profiles, pods, snapshot, random.Random(seed), 0)
+    outcomes, _ = schedule_batch(profiles, pods, snapshot, random.Random(seed), 0, gangs=gangs)
     for pod, outcome in zip(pods, outcomes, strict=True):
         if isinstance(outcome, ScheduleResult):
             snapshot = snapshot.with_pod_on(pod, outcome.node_name)
@@ -277,6 +337,58 @@ def spreads(snapshot: Snapshot) -> tuple[Spread, ...]:
                 )
             )
     return tuple(found)
+
+
+def group_states(state: ClusterState, pods: Sequence[Pod], snapshot: Snapshot) -> dict[str, GangState]:
+    """What the scheduler knows of the PodGroups of `pods`: their members are `pods`, the pending
+    pods of the group in `state` (gated or not selected, too) and those bound on `snapshot`."""
+    members: dict[str, dict[str, Pod]] = {}
+    for pod in pods:
+        if key := group_key(pod):
+            members.setdefault(key, {})[pod.uid] = pod
+    if not members:
+        return {}
+    for raw in state.pods:
+        meta = raw.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        if (raw.get("spec") or {}).get("nodeName") or not (
+            labels.get(POD_GROUP_LABEL) or labels.get(LEGACY_POD_GROUP_LABEL)
+        ):
+            continue  # only pending members are parsed
+        pod = pod_from_dict(raw)
+        if not pod.deleting and group_key(pod) in members:
+            members[group_key(pod)].setdefault(pod.uid, pod)
+    states = {}
+    for key, pending in members.items():
+        bound = {pod.uid for pod in bound_members(snapshot, key)}
+        raw_group = snapshot.objects.pod_groups.get(key)
+        states[key] = GangState(
+            pod_group_from_dict(raw_group) if raw_group is not None else None,
+            len(pending.keys() | bound),
+            frozenset(pod.scheduler_name for pod in pending.values()),
+        )
+    return states
+
+
+def group_outcomes(pods: Sequence[Pod], outcomes: Sequence[Any]) -> dict[str, GroupOutcome]:
+    """Per PodGroup of `pods`, in the order of their first members: placed or not, and why not."""
+    found: dict[str, list[Any]] = {}
+    for pod, outcome in zip(pods, outcomes, strict=True):
+        if key := group_key(pod):
+            found.setdefault(key, []).append(outcome)
+    result = {}
+    for key, decided in found.items():
+        held = [error for error in map(_gang_error, decided) if error is not None]
+        placed = sum(isinstance(o, ScheduleResult) for o in decided)
+        result[key] = GroupOutcome(not held, placed, held[0].summary() if held else "")
+    return result
+
+
+def _gang_error(outcome: Any) -> GangFitError | None:
+    """The GangFitError behind `outcome`: its member was held back by its group."""
+    if isinstance(outcome, PreemptionOutcome):
+        outcome = outcome.error
+    return outcome if isinstance(outcome, GangFitError) else None
 
 
 def _node_and_reason(outcome: Any) -> tuple[str | None, str]:
@@ -333,12 +445,16 @@ def simulate(
         where = {pod_from_dict(raw).uid: str(raw["spec"]["nodeName"]) for raw in bound}
         base = state.cache(leave_out=uids).snapshot()
         before = spreads(state.cache().snapshot())
-        outcomes, after_snapshot = place(candidate, pods, base, seed)
+        gangs = group_states(state, pods, base)
+        outcomes, after_snapshot = place(candidate, pods, base, seed, gangs)
         placements = []
         for pod, outcome in zip(pods, outcomes, strict=True):
             node, reason = _node_and_reason(outcome)
             placements.append(Placement(pod.key, where[pod.uid], node, "", reason))
         current_policy = "the placements in the cluster state"
+        current_groups = {
+            key: GroupOutcome(True, sum(group_key(pod) == key for pod in pods)) for key in gangs
+        }
     else:
         pending = [pod_from_dict(raw) for raw in raws if not (raw.get("spec") or {}).get("nodeName")]
         # A gated pod never reaches the scheduler (PreEnqueue): neither policy would place it yet.
@@ -348,8 +464,10 @@ def simulate(
             notes.append(f"{len(gated)} pending pod(s) left out, waiting for scheduling gates: {names}")
         pods = queue_order([pod for pod in pending if not pod.scheduling_gates])
         base = state.cache().snapshot()
-        current_outcomes, before_snapshot = place(current, pods, base, seed)
-        outcomes, after_snapshot = place(candidate, pods, base, seed)
+        gangs = group_states(state, pods, base)
+        current_outcomes, before_snapshot = place(current, pods, base, seed, gangs)
+        outcomes, after_snapshot = place(candidate, pods, base, seed, gangs)
+        current_groups = group_outcomes(pods, current_outcomes)
         before = spreads(before_snapshot)
         placements = []
         for pod, was, now in zip(pods, current_outcomes, outcomes, strict=True):
@@ -358,6 +476,16 @@ def simulate(
     if not pods:
         kind = "bound" if replay else "pending"
         notes.append(f'no {kind} pod of scheduler "{scheduler_name}" matches: nothing to place')
+    groups = []
+    for key, outcome in group_outcomes(pods, outcomes).items():
+        members = sum(group_key(pod) == key for pod in pods)
+        groups.append(GroupPlacement(key, members, current_groups[key], outcome))
+        left = gangs[key].exist - members - len(bound_members(base, key))
+        if left > 0:
+            notes.append(
+                f"pod group {key}: {left} other member(s) counted, not placed here"
+                " (gated, not selected, or pending)"
+            )
     return Simulation(
         REPLAY if replay else PENDING,
         scheduler_name,
@@ -369,6 +497,7 @@ def simulate(
         before,
         spreads(after_snapshot),
         tuple(notes),
+        tuple(groups),
     )
 
 
@@ -428,14 +557,36 @@ def render_table(simulation: Simulation) -> str:
         rows = [["POD", "CANDIDATE", "WHY NOT NOW"]]
         rows += [[p.pod, p.candidate or "", p.current_reason] for p in s.newly_schedulable]
         lines += ["", f"NEWLY SCHEDULABLE ({len(s.newly_schedulable)})", *table(rows)]
+    if s.groups:
+        rows = [["GROUP", "MEMBERS", "CURRENT", "CANDIDATE"]]
+        rows += [
+            [g.group, str(g.members), _group_cell(g.current), _group_cell(g.candidate)] for g in s.groups
+        ]
+        lines += ["", f"POD GROUPS ({len(s.groups)})", *table(rows)]
+        for g in s.groups:
+            lines.extend(
+                f"{g.group} not placed under the {side}: {o.reason}" for side, o in _sides(g) if o.reason
+            )
     return "\n".join(lines)
 
 
+def _group_cell(outcome: GroupOutcome) -> str:
+    return f"placed ({outcome.members_placed})" if outcome.placed else "not placed"
+
+
+def _sides(group: GroupPlacement) -> tuple[tuple[str, GroupOutcome], ...]:
+    return (("current policy", group.current), ("candidate", group.candidate))
+
+
 __all__ = [
+    "GroupOutcome",
+    "GroupPlacement",
     "Placement",
     "SimulateError",
     "Simulation",
     "Spread",
+    "group_outcomes",
+    "group_states",
     "parse_label_selector",
     "place",
     "queue_order",
