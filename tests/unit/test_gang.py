@@ -559,6 +559,28 @@ def test_a_gang_that_would_not_fit_even_after_evictions_evicts_nobody() -> None:
         assert str(outcome).startswith("pod group ns/g: only 1 of 3 members can be placed: ")
 
 
+def test_a_gang_does_not_preempt_for_room_a_higher_priority_pod_is_nominated_to() -> None:
+    """The room preemption frees on n3 is already promised to a pod of higher priority nominated
+    there (1.20's RunFilterPluginsWithNominatedPods counts it): the gang cannot use it, so it evicts
+    nobody, as a plain pod would not."""
+    low = pod("low", "4", priority=0, on="n3")
+    snap = cluster([node(n) for n in SEED_NODES], [low], [pod_group()])
+    gang = members("g", 3, "4", priority=100)
+    urgent = pod("urgent", "4", priority=200)
+    outcomes, _ = schedule_batch(
+        PROFILES, gang, snap, random.Random(0), 0, nominated={urgent.uid: (urgent, "n3")}
+    )
+    seen = describe(gang, outcomes)
+    assert not placements(gang, outcomes), seen
+    victims = [v.name for o in outcomes if isinstance(o, PreemptionOutcome) for v in o.preemption.victims]
+    assert victims == [], seen
+    # Without the nomination the same gang does evict `low`: the test can tell the two apart.
+    outcomes, _ = run(gang, snap)
+    assert [v.name for o in outcomes if isinstance(o, PreemptionOutcome) for v in o.preemption.victims] == [
+        "low"
+    ], describe(gang, outcomes)
+
+
 def test_lower_priority_pods_later_in_the_batch_leave_room_for_a_preempting_gang() -> None:
     low = pod("low", "4", priority=0, on="n3")
     snap = cluster([node(n) for n in SEED_NODES], [low], [pod_group()])

@@ -119,8 +119,14 @@ def schedule_batch(
         if key:
             unit = [pods[j] for j in members[key]]
             seen, began, held = snapshot, start, dict(nominated)
+
+            def see(member: Pod, view_of: Snapshot, key: str = key) -> Snapshot:
+                # The group's own nominations are left out: its members are placed on the view already.
+                others = {u: n for u, n in nominated.items() if group_key(n[0]) != key}
+                return with_nominated(view_of, member, others) if others else view_of
+
             decided, snapshot, start = schedule_gang(
-                unit, (gangs or {}).get(key), profiles, snapshot, rng, start, place, nominated, budgets
+                unit, (gangs or {}).get(key), profiles, snapshot, rng, start, place, nominated, budgets, see
             )
             for j, outcome in zip(members[key], decided, strict=True):
                 outcomes[j] = outcome

@@ -39,6 +39,8 @@ from kubesched.model.resources import ZERO, Resource
 
 # One placement: the snapshot and the start index it leaves, or a FitError (or a bug) for the pod.
 Place = Callable[[Pod, Snapshot, int], tuple[Any, Snapshot, int]]
+# The snapshot a pod sees: with the pods nominated to nodes that it must leave room for.
+See = Callable[[Pod, Snapshot], Snapshot]
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,10 +169,12 @@ def schedule_gang(
     place: Place,
     nominated: MutableMapping[str, tuple[Pod, str]],
     budgets: Sequence[DisruptionBudget] = (),
+    see: See | None = None,
 ) -> tuple[list[Any], Snapshot, int]:
     """Decide the batch's members of one group (`pods`, all with the same group key) together.
 
-    `place` places one pod as the batch does (filters, scores, Reserve) without preempting.
+    `place` places one pod as the batch does (filters, scores, Reserve) without preempting; `see`
+    gives the snapshot a member preempts on (the other pods' nominations in place).
     Returns an outcome per pod, in order, the snapshot after them and the next start index;
     `nominated` is updated as the batch's nominations are.
     """
@@ -182,6 +186,7 @@ def schedule_gang(
         return [_waiting(pod, num_nodes, key, why, nominated) for pod in pods], snapshot, start
     assert state is not None and state.group is not None
     need = state.group.min_member
+    look: See = see or (lambda _pod, view: view)
 
     before, before_start, before_nominated = snapshot, start, dict(nominated)
     outcomes: list[Any] = []
@@ -197,7 +202,7 @@ def schedule_gang(
     if len(bound) + len(placed) >= need:
         # Placed: the members that did not fit are ordinary pods now, and may preempt as such.
         for i, error in failures:
-            outcomes[i] = _preempt_alone(error, profiles, snapshot, rng, budgets, nominated)
+            outcomes[i] = _preempt_alone(error, profiles, look(error.pod, snapshot), rng, budgets, nominated)
         return outcomes, snapshot, start
 
     # Short: undo every placement, then see whether preemption would make the whole group fit.
@@ -206,7 +211,9 @@ def schedule_gang(
     have = len(bound) + len(placed)
     first = failures[0][1] if failures else None
     message = f"only {have} of {need} members can be placed"
-    plan = _gang_preemption(pods, outcomes, failures, profiles, snapshot, rng, budgets, need - len(bound))
+    plan = _gang_preemption(
+        pods, outcomes, failures, profiles, snapshot, rng, budgets, need - len(bound), look
+    )
     if plan is None and state.may_reserve:
         plan = {pod.uid: Preemption(node, (), "reserved for its pod group") for pod, node in placed}
     results: list[Any] = []
@@ -270,6 +277,7 @@ def _gang_preemption(
     rng: random.Random,
     budgets: Sequence[DisruptionBudget],
     missing: int,
+    look: See,
 ) -> dict[str, Preemption] | None:
     """Each member's node (and victims) when evicting lower-priority pods lets `missing` members fit
     at once, on `snapshot` (the members that fit already on it); None when it does not."""
@@ -287,11 +295,12 @@ def _gang_preemption(
         pod = error.pod
         algorithm = profiles[pod.scheduler_name]
         try:
-            retry = algorithm.schedule(pod, work, rng, 0)
+            view = look(pod, work)
+            retry = algorithm.schedule(pod, view, rng, 0)
         except FitError as again:
             try:
                 outcome = preemption.attempt(
-                    again, work, algorithm.predicates, budgets, rng, "", algorithm.extenders
+                    again, view, algorithm.predicates, budgets, rng, "", algorithm.extenders
                 )
             except Exception:
                 return None
