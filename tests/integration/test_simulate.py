@@ -1,5 +1,5 @@
 """`kubesched snapshot save`, `simulate` and `explain --snapshot` against a real API server, and
-simulate's placements checked against a live kubesched's binds."""
+simulate's placements checked against a live kubesched's binds; PodGroups carried through all three."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from kubesched_dev.fixtures import create_nodes, create_pods, make_node, make_po
 
 from .kubeapi import pods_by_name, wait_bound
 from .kubesched_process import KubeschedProcess
+from .podgroups import create_object, delete_namespace, member, pod_group
 
 SEED_POLICY = Path(__file__).parents[2] / "examples" / "policies" / "seed-policy.json"
 MOST = {"kind": "Policy", "apiVersion": "v1", "priorities": [{"name": "MostRequestedPriority", "weight": 1}]}
@@ -110,3 +111,44 @@ async def test_simulate_on_a_saved_snapshot_places_pods_as_the_live_scheduler_th
     assert explained["message"] == "0/4 nodes are available: 4 Insufficient cpu."
     pods_now = await pods_by_name(api, namespace)
     assert not pods_now["huge"]["spec"].get("nodeName")
+
+
+async def test_snapshots_carry_pod_groups_and_simulate_and_explain_decide_them_all_or_nothing(
+    api: ApiClient, control_plane: Any, namespace: str, tmp_path: Path
+) -> None:
+    """Three 3-cpu members of a group of minMember 3, two 4-cpu nodes: two would fit, so none is
+    placed, and explain and simulate say so as the scheduler's FailedScheduling message would."""
+    name = f"ks-{namespace}"
+    kubeconfig = str(control_plane.kubeconfig)
+    try:
+        await create_nodes(api, [make_node(f"gang-{i}", cpu="4", memory="8Gi") for i in range(2)])
+        await create_object(api, pod_group("train", namespace, 3))
+        for i in range(3):
+            await create_object(api, member(f"t-{i}", namespace, "train", name, cpu="3"))
+        snapshot = tmp_path / "cluster.json"
+        await kubesched_cli("snapshot", "save", str(snapshot), "--kubeconfig", kubeconfig)
+        saved = json.loads(snapshot.read_text())
+        groups = [g for g in saved["objects"].get("PodGroup", []) if g["metadata"]["namespace"] == namespace]
+        assert [g["metadata"]["name"] for g in groups] == ["train"], saved["objects"].keys()
+
+        short = (
+            f"pod group {namespace}/train: only 2 of 3 members can be placed: "
+            "0/2 nodes are available: 2 Insufficient cpu."
+        )
+        for source in (["--snapshot", str(snapshot)], ["--kubeconfig", kubeconfig]):
+            explained = json.loads(await kubesched_cli("explain", f"{namespace}/t-0", *source, "-o", "json"))
+            assert explained["message"] == short, source
+            group = explained["group"]
+            assert (group["min_member"], group["exist"], group["bound"], group["placeable"]) == (3, 3, 0, 2)
+
+        output = await kubesched_cli(
+            "simulate", "--policy", str(SEED_POLICY), "--nodes-from", str(snapshot),
+            "--scheduler-name", name, "--namespace", namespace, "-o", "json",
+        )  # fmt: skip
+        simulated = json.loads(output)
+        assert [p["candidate"] for p in simulated["placements"]] == [None, None, None]
+        (placed,) = simulated["podGroups"]
+        assert placed["group"] == f"{namespace}/train" and placed["members"] == 3
+        assert placed["candidate"] == {"placed": False, "membersPlaced": 0, "reason": short}
+    finally:
+        await delete_namespace(api, namespace)

@@ -212,7 +212,7 @@ def schedule_gang(
     first = failures[0][1] if failures else None
     message = f"only {have} of {need} members can be placed"
     plan = _gang_preemption(
-        pods, outcomes, failures, profiles, snapshot, rng, budgets, need - len(bound), look
+        pods, outcomes, failures, profiles, snapshot, rng, budgets, need - len(bound), look, nominated
     )
     if plan is None and state.may_reserve:
         plan = {pod.uid: Preemption(node, (), "reserved for its pod group") for pod, node in placed}
@@ -278,15 +278,28 @@ def _gang_preemption(
     budgets: Sequence[DisruptionBudget],
     missing: int,
     look: See,
+    nominated: Mapping[str, tuple[Pod, str]],
 ) -> dict[str, Preemption] | None:
     """Each member's node (and victims) when evicting lower-priority pods lets `missing` members fit
-    at once, on `snapshot` (the members that fit already on it); None when it does not."""
+    at once, on `snapshot` (the members that fit already on it); None when it does not.
+    `nominated`: the nominations standing before this attempt."""
     plan: dict[str, Preemption] = {}
     for pod, outcome in zip(pods, outcomes, strict=True):
         if isinstance(outcome, ScheduleResult):
             plan[pod.uid] = Preemption(outcome.node_name, (), "nominated while its pod group preempts")
     if not failures or len(plan) >= missing:
         return None
+    # PodEligibleToPreemptOthers, for the group: while a lower-priority pod terminates on the node
+    # a member short of room is nominated to, an earlier plan of the group is under way. The
+    # members keep their nodes and nobody else is evicted: planning again around the victims
+    # still there could pick others (ties are broken at random) and evict them as well.
+    standing = {p.uid: node for p in pods if (node := nominated.get(p.uid, (p, p.nominated_node_name))[1])}
+    if any(
+        preemption._terminating_victims(error.pod, error, snapshot, standing[error.pod.uid])
+        for _, error in failures
+        if error.pod.uid in standing
+    ):
+        return {uid: Preemption(node, (), preemption.MSG_TERMINATING) for uid, node in standing.items()}
     work = snapshot
     evicted = False
     for _, error in failures:

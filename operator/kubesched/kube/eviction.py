@@ -46,10 +46,14 @@ class Evictor:
         self._limiter = limiter
         self._recorder = recorder
         self._tasks: set[asyncio.Task[None]] = set()
+        self._evictions: set[asyncio.Task[None]] = set()
 
     def evict(self, victim: Pod, preemptor: Pod, node_name: str) -> None:
         """Delete `victim` (that very pod: its uid is a precondition) and record why on it."""
-        self._spawn(self._evict(victim, preemptor, node_name))
+        task = self._spawn(self._evict(victim, preemptor, node_name))
+        if task is not None:
+            self._evictions.add(task)
+            task.add_done_callback(self._evictions.discard)
 
     def nominate(self, pod: Pod, node_name: str) -> None:
         """Set (or with "", clear) the pod's `status.nominatedNodeName`."""
@@ -64,13 +68,14 @@ class Evictor:
         for task in list(self._tasks):
             task.cancel()
 
-    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None] | None:
         if self._may_act is not None and not self._may_act():
             work.close()  # a term that just ended: the next leader decides again
-            return
+            return None
         task = asyncio.create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     async def _evict(self, victim: Pod, preemptor: Pod, node_name: str) -> None:
         body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": victim.uid}}
@@ -98,6 +103,12 @@ class Evictor:
         self._recorder.event(reporter, NORMAL, PREEMPTED, preempted_message(preemptor, node_name))
 
     async def _nominate(self, pod: Pod, node_name: str) -> None:
+        if node_name and self._evictions:
+            # As PrepareCandidate, the victims are deleted before the nomination is written: its
+            # watch event makes the preemptor (a gang: its whole group) try again, and that attempt
+            # must see them terminating or gone, or it plans anew around them and may evict others.
+            # This runs once the decisions applied with this one have spawned their evictions too.
+            await asyncio.wait(list(self._evictions))
         body = {"status": {"nominatedNodeName": node_name or None}}
         path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/status"
         try:
