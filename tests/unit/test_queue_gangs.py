@@ -11,7 +11,7 @@ from typing import Any
 
 from kubesched.model.objects import Pod, pod_from_dict
 from kubesched.model.podgroup import POD_GROUP_LABEL
-from kubesched.runtime.queue import ACTIVE, UNSCHEDULABLE, QueueSettings, SchedulingQueue
+from kubesched.runtime.queue import ACTIVE, BACKOFF, UNSCHEDULABLE, QueueSettings, SchedulingQueue
 
 
 class Clock:
@@ -121,3 +121,16 @@ async def test_a_deleted_member_is_not_handed_over() -> None:
     queue.delete("uid-g-1")
     assert await names(queue) == ["g-0", "g-2"]
     assert len(queue) == 2
+
+
+async def test_a_podgroup_that_appears_wakes_its_members_at_once_backoff_or_not() -> None:
+    queue, _ = make_queue()
+    for i in range(2):
+        queue.add(pod(f"g-{i}", "g"))
+    queue.add(pod("other", "h"))
+    entries = await queue.pop_batch(10)
+    for entry in entries:
+        queue.backoff(entry)  # "the PodGroup does not exist"
+    assert queue.counts()[BACKOFF] == 3
+    assert queue.wake_group("ns/g") == 2
+    assert sorted(await names(queue)) == ["g-0", "g-1"]  # not `other`, still backing off

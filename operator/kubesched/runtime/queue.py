@@ -143,6 +143,17 @@ class SchedulingQueue:
             moved += 1
         return moved
 
+    def wake_group(self, key: str) -> int:
+        """The group's PodGroup appeared or changed: its waiting members go to the active heap at
+        once, backoff or not (they waited for the group, not for the cluster)."""
+        woken = 0
+        for entry in list(self._pods.values()):
+            if entry.where in (BACKOFF, UNSCHEDULABLE) and group_key(entry.pod) == key:
+                self._unschedulable.pop(entry.key, None)
+                self._push_active(entry)
+                woken += 1
+        return woken
+
     # --- what the scheduling loop calls ------------------------------------------------------
 
     async def pop_batch(self, limit: int) -> list[QueuedPod]:

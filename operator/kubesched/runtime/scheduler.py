@@ -235,7 +235,7 @@ class Scheduler:
             self.gangs.group_changed(key)
         else:
             return
-        self.queue.move_all("PodGroupChange")
+        self.queue.wake_group(key)
 
     def _place_in_line(self, pod: Pod) -> float:
         """A pod's place among those of its priority: its group's creation time, or its own."""
