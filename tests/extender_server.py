@@ -47,7 +47,7 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -360,3 +360,20 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+@contextlib.contextmanager
+def extender_processes(directory: Path) -> Iterator[Callable[[dict[str, Any]], ExtenderProcess]]:
+    """A starter of extender processes, each logging under `directory`; all stopped on exit."""
+    started: list[ExtenderProcess] = []
+
+    def start(behaviour: dict[str, Any]) -> ExtenderProcess:
+        process = ExtenderProcess(behaviour, directory / f"extender-{len(started)}.log").__enter__()
+        started.append(process)
+        return process
+
+    try:
+        yield start
+    finally:
+        for process in started:
+            process.__exit__(None, None, None)

@@ -21,7 +21,7 @@ from kubesched.model.objects import Pod
 from kubesched.policy.compile import compile_policy
 from kubesched_dev.fixtures import model_node, model_pod, node_info, snapshot
 
-from ..extender_server import ExtenderProcess
+from ..extender_server import extender_processes
 
 SNAP = snapshot(model_node("n1"), model_node("n2"), model_node("n3"))
 RNG = random.Random(0)
@@ -29,16 +29,8 @@ RNG = random.Random(0)
 
 @pytest.fixture
 def start(tmp_path: Path) -> Iterator[Any]:
-    started: list[ExtenderProcess] = []
-
-    def run(behaviour: dict[str, Any]) -> ExtenderProcess:
-        process = ExtenderProcess(behaviour, tmp_path / f"extender-{len(started)}.log").__enter__()
-        started.append(process)
-        return process
-
-    yield run
-    for process in started:
-        process.__exit__(None, None, None)
+    with extender_processes(tmp_path) as start_one:
+        yield start_one
 
 
 def policy(*extenders: dict[str, Any], priorities: list[Any] | None = None) -> Algorithm:

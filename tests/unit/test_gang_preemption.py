@@ -42,7 +42,7 @@ from kubesched.model.podgroup import POD_GROUP_LABEL
 from kubesched.policy.compile import compile_policy, default_algorithm
 from kubesched_dev.fixtures import model_node, model_pod, node_info, snapshot
 
-from ..extender_server import ExtenderProcess
+from ..extender_server import extender_processes
 
 ALGORITHM = default_algorithm()
 PREDICATES = ALGORITHM.predicates
@@ -315,16 +315,8 @@ def test_a_gang_that_cannot_fit_whole_evicts_nothing() -> None:
 
 @pytest.fixture
 def extender(tmp_path: Path) -> Iterator[Any]:
-    started: list[ExtenderProcess] = []
-
-    def start(behaviour: dict[str, Any]) -> ExtenderProcess:
-        process = ExtenderProcess(behaviour, tmp_path / f"extender-{len(started)}.log").__enter__()
-        started.append(process)
-        return process
-
-    yield start
-    for process in started:
-        process.__exit__(None, None, None)
+    with extender_processes(tmp_path) as start_one:
+        yield start_one
 
 
 def preempt_through(url: str, preemptor: Pod, snap: Snapshot) -> Preemption:
