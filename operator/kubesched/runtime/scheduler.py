@@ -376,6 +376,9 @@ class Scheduler:
                 await self.run()
             except asyncio.CancelledError:
                 await self.stand_down()
+                if self._status_writer is not None:  # the term ended: statuses are the next leader's
+                    for key in self._status_writer.pending:
+                        self._status_writer.forget(key)
                 raise
             finally:
                 self._leading = False
@@ -604,6 +607,9 @@ class GroupStatusSink(Protocol):
     def set(self, key: str, status: Mapping[str, Any]) -> None: ...
 
     def forget(self, key: str) -> None: ...
+
+    @property
+    def pending(self) -> list[str]: ...
 
 
 def _generation(raw: Mapping[str, Any]) -> int:
