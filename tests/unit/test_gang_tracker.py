@@ -225,3 +225,16 @@ def test_a_gap_is_a_gap_even_when_no_status_was_computed_in_between() -> None:
     gangs.observe(member("b", node="n2"), deleted=True)
     status = gangs.status("ns/g")
     assert status is not None and status["phase"] == "Unknown"
+
+
+def test_members_whose_binds_are_under_way_count_as_scheduled() -> None:
+    """A group the batch placed reads Scheduling at once, not Unknown while its binds go out."""
+    assumed = {"uid-a": "n1", "uid-b": "n2"}
+    gangs = GangTracker(lambda key: group(2) if key == "ns/g" else None, Clock(), assumed.get)
+    gangs.observe(member("a"))
+    gangs.observe(member("b"))
+    status = gangs.status("ns/g")
+    assert status is not None and (status["phase"], status["scheduled"]) == ("Scheduling", 2)
+    assumed.clear()  # the binds failed and the assumptions were forgotten: a gap now
+    status = gangs.status("ns/g")
+    assert status is not None and (status["phase"], status["scheduled"]) == ("Unknown", 0)

@@ -59,10 +59,15 @@ class GangTracker:
     """Every PodGroup member seen, by group; statuses to write, marked dirty as they change."""
 
     def __init__(
-        self, groups: Callable[[str], PodGroup | None], clock: Callable[[], float] = time.time
+        self,
+        groups: Callable[[str], PodGroup | None],
+        clock: Callable[[], float] = time.time,
+        assumed_on: Callable[[str], str | None] = lambda uid: None,
     ) -> None:
         self._groups = groups  # group key -> the PodGroup as the cache has it
         self._clock = clock
+        # uid -> the node a pod is assumed on while its bind is under way: it counts as scheduled.
+        self._assumed_on = assumed_on
         self._records: dict[str, _Record] = {}
         self._key_of: dict[str, str] = {}  # member uid -> group key
         self._dirty: set[str] = set()
@@ -170,7 +175,7 @@ class GangTracker:
         if group is None or group.error:
             return None
         record = self._records.setdefault(key, _Record())
-        members = list(record.members.values())
+        members = [self._as_placed(pod) for pod in record.members.values()]
         counts = count_members(members)
         if counts.scheduled + counts.succeeded >= group.min_member:
             record.ever_placed = True
@@ -257,6 +262,12 @@ class GangTracker:
             if best is None or rank < best:
                 best = rank
         return best[2] if best is not None else ""
+
+    def _as_placed(self, pod: Pod) -> Pod:
+        if pod.node_name or not _alive(pod):
+            return pod
+        node = self._assumed_on(pod.uid)
+        return replace(pod, node_name=node) if node else pod
 
     def _latch(self, key: str, record: _Record) -> None:
         """Remember that minMember members were placed once: losing one later is a gap, not a wait."""

@@ -61,6 +61,7 @@ log = structlog.get_logger(__name__)
 TERMINAL_PHASES = ("Succeeded", "Failed")
 APPLY_SLICE = 8  # decisions applied (assumed, binds started) per turn of the loop
 GROUP_STATUS_INTERVAL = 0.5  # seconds between two looks at the PodGroups whose status changed
+GROUP_COUNTS_INTERVAL = 5.0  # a status whose phase and reason stand is rewritten at most this often
 POD_GROUP = "PodGroup"
 # Objects whose change may help an unschedulable pod (1.20's PvAdd, StorageClassAdd, CSINodeAdd...).
 _MOVING_KINDS = REQUEUE_KINDS  # what the predicates declare in `requeue_on`
@@ -119,7 +120,7 @@ class Scheduler:
         self._gated_untold: dict[str, Pod] = {}
         self._leading = False
         self._pod_group = group_lookup(lambda key: self.cache.get_object(POD_GROUP, key))
-        self.gangs = GangTracker(self._pod_group)
+        self.gangs = GangTracker(self._pod_group, assumed_on=self._assumed_on)
         self.queue.order_of = self._place_in_line
         self._status_writer = status_writer
         metrics.PENDING_PODS.track(self.queue.counts)
@@ -236,6 +237,9 @@ class Scheduler:
         else:
             return
         self.queue.wake_group(key)
+
+    def _assumed_on(self, uid: str) -> str | None:
+        return self.cache.pod_node(uid) if self.cache.is_assumed(uid) else None
 
     def _place_in_line(self, pod: Pod) -> float:
         """A pod's place among those of its priority: its group's creation time, or its own."""
@@ -388,13 +392,26 @@ class Scheduler:
         if self._status_writer is None:
             return
         self.gangs.mark_all_dirty()
+        loop = asyncio.get_running_loop()
+        due: set[str] = set()
+        sent: dict[str, tuple[tuple[str, str], float]] = {}  # key -> (phase, reason) written, when
         while True:
-            for key in self.gangs.take_dirty():
+            due.update(self.gangs.take_dirty())
+            now = loop.time()
+            for key in sorted(due):
                 status = self.gangs.status(key)
                 if status is None:
                     self._status_writer.forget(key)
-                else:
-                    self._status_writer.set(key, status)
+                    sent.pop(key, None)
+                    due.discard(key)
+                    continue
+                head = (str(status["phase"]), str(status["conditions"][0]["reason"]))
+                last = sent.get(key)
+                if last is not None and last[0] == head and now - last[1] < GROUP_COUNTS_INTERVAL:
+                    continue  # only counters moved: a group being bound is not rewritten per bind
+                self._status_writer.set(key, status)
+                sent[key] = (head, now)
+                due.discard(key)
             await asyncio.sleep(GROUP_STATUS_INTERVAL)
 
     async def stand_down(self) -> None:
