@@ -79,7 +79,7 @@ else
 	$(BIN)/kubesched run --kubeconfig $(CLUSTER_DIR)/kubeconfig --scheduler-name $(SCHEDULER_NAME) --policy-config-file $(POLICY)
 endif
 
-# kubesched vs kube-scheduler 1.20.2 vs a null binder (not part of `make test`; 30-45 minutes).
+# kubesched vs kube-scheduler 1.20.2 vs a null binder (not part of `make test`; 50-60 minutes).
 # BENCH_ARGS=--quick for a smoke run of a few minutes; see bench/README.md for the rest.
 BENCH_ARGS ?=
 bench: venv k8s

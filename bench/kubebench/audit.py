@@ -1,5 +1,5 @@
 """The audit of a finished run: every pod bound once to a real node, no node overcommitted, no
-PodGroup partly bound.
+PodGroup partly bound, no pod-to-pod or node constraint broken (constraints.py).
 
 It reads the API server's state afresh (not the watch, not the scheduler's own accounting) and
 sums requests with its own quantity parser.
@@ -11,6 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubebench.constraints import check_constraints
 from kubebench.gangs import pod_group_of
 from kubebench.workload import parse_cpu, parse_memory
 
@@ -32,6 +33,12 @@ class Audit:
     partial_groups: list[str] = field(default_factory=list)
     groups_not_found: list[str] = field(default_factory=list)
     groups_checked: int = 0
+    anti_affinity_violations: list[str] = field(default_factory=list)
+    affinity_violations: list[str] = field(default_factory=list)
+    skew_violations: list[str] = field(default_factory=list)
+    node_affinity_violations: list[str] = field(default_factory=list)
+    pods_with_pod_terms: int = 0
+    spread_constraints_checked: int = 0
 
     @property
     def ok(self) -> bool:
@@ -48,6 +55,10 @@ class Audit:
             ("pods on a node their nodeSelector excludes", self.selector_violations),
             ("pod groups partly bound (fewer than minMember, more than 0)", self.partial_groups),
             ("pod groups named by pods but not found", self.groups_not_found),
+            ("pods on a node their required node affinity excludes", self.node_affinity_violations),
+            ("pods beside a pod their required anti-affinity excludes", self.anti_affinity_violations),
+            ("pods where their required pod affinity does not hold", self.affinity_violations),
+            ("DoNotSchedule spread constraints skewed beyond maxSkew", self.skew_violations),
         ):
             if items:
                 found.append(f"{len(items)} {what} (e.g. {', '.join(items[:EXAMPLES])})")
@@ -62,6 +73,8 @@ class Audit:
             "problems": self.problems(),
             "selectors_checked": self.selectors_checked,
             "groups_checked": self.groups_checked,
+            "pods_with_pod_terms": self.pods_with_pod_terms,
+            "spread_constraints_checked": self.spread_constraints_checked,
         }
 
 
@@ -80,7 +93,8 @@ def audit(
     The null binder places pods with no algorithm at all, so nodeSelectors are checked only for
     real schedulers (`check_selectors`); capacity is checked for every binder. With `pod_groups`
     (the run's PodGroups as the API server has them), each group must have 0 or at least
-    minMember members bound.
+    minMember members bound. Required node affinity, pod affinity and anti-affinity and
+    DoNotSchedule spread are checked with the nodeSelectors (not of the null binder).
     """
     result = Audit(len(expected), len(pods), selectors_checked=check_selectors)
     by_name = {n["metadata"]["name"]: n for n in nodes}
@@ -106,6 +120,14 @@ def audit(
         result.partial_groups, result.groups_not_found = partial_groups(pods, pod_groups)
         result.groups_checked = len(pod_groups)
     result.rebound = sorted(f"{pod}:{'->'.join(hops)}" for pod, hops in rebound.items())
+    if check_selectors:
+        found = check_constraints(pods, all_pods, nodes)
+        result.node_affinity_violations = found.node_affinity
+        result.anti_affinity_violations = found.anti_affinity
+        result.affinity_violations = found.affinity
+        result.skew_violations = found.skew
+        result.pods_with_pod_terms = found.pods_with_terms
+        result.spread_constraints_checked = found.spread_groups
 
     used: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
     for pod in all_pods:

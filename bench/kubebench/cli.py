@@ -15,15 +15,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kubebench import gangs, report, workload
+from kubebench import classes, gangs, report, workload
 from kubebench.kubeapi import new_client
-from kubebench.runner import GANG, Context, Limits, Scenario, progress_printer, run_once
+from kubebench.runner import CLASS, GANG, Context, Limits, Scenario, progress_printer, run_once
 from kubebench.schedulers import (
     ALL,
+    DEFAULT_CLASS_POLICY,
     DEFAULT_POLICY,
+    KNOWN,
     KUBE_SCHEDULER,
     KUBESCHED,
     KUBESCHED_GANGS,
+    KUBESCHED_SAMPLED,
     NULL,
     REPO_ROOT,
     KubeschedFlags,
@@ -43,6 +46,11 @@ QUICK_BATCH = ("200x400",)
 QUICK_STEADY = "200x50x10"
 DEFAULT_GANG, DEFAULT_GANG_MIXED = "1000x50x32", 20
 QUICK_GANG, QUICK_GANG_MIXED = "200x10x8", 4
+# The constraint classes: by default the four with pod-to-pod terms at 1,000 nodes / 2,000 pods, which
+# keeps `make bench` under about an hour; node affinity, the mix and 5000x10000 by flag.
+DEFAULT_CLASSES = (classes.ANTI_AFFINITY, classes.AFFINITY, classes.PREFERRED, classes.SPREAD)
+DEFAULT_CLASS_SIZES = ("1000x2000",)
+QUICK_CLASS_SIZES = ("200x400",)
 CRD_DIR = REPO_ROOT / "crds"
 SHARED_MACHINE_NOTE = (
     "Measured on a shared 2-core machine: the API server, etcd, the scheduler under test and the "
@@ -63,7 +71,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help=(
             f"smoke run: batch {QUICK_BATCH[0]}, steady {QUICK_STEADY}, "
-            f"gang {QUICK_GANG} + {QUICK_GANG_MIXED} mixed, 1 repeat"
+            f"gang {QUICK_GANG} + {QUICK_GANG_MIXED} mixed, classes at {QUICK_CLASS_SIZES[0]}, 1 repeat"
         ),
     )
     parser.add_argument(
@@ -91,12 +99,41 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             f"(default {DEFAULT_GANG_MIXED}, --quick {QUICK_GANG_MIXED})"
         ),
     )
+    parser.add_argument(
+        "--classes",
+        metavar="NAME,NAME",
+        help=(
+            f"the constraint classes to run, or 'all' (known: {', '.join(classes.CLASSES)}; "
+            f"default {','.join(DEFAULT_CLASSES)})"
+        ),
+    )
+    parser.add_argument(
+        "--class-size",
+        action="append",
+        metavar="NODESxPODS",
+        help=(
+            f"a size for every constraint class (repeatable; default {' and '.join(DEFAULT_CLASS_SIZES)}, "
+            f"--quick {QUICK_CLASS_SIZES[0]}; the issue's second size is 5000x10000)"
+        ),
+    )
+    parser.add_argument(
+        "--class-policy-config-file",
+        type=Path,
+        default=DEFAULT_CLASS_POLICY,
+        help="the Policy every scheduler gets in the constraint classes (default: 1.20's defaults)",
+    )
     parser.add_argument("--no-batch", action="store_true", help="skip the pending-batch sizes")
     parser.add_argument("--no-steady", action="store_true", help="skip the steady-arrival run")
     parser.add_argument("--no-gang", action="store_true", help="skip the gang run")
+    parser.add_argument("--no-classes", action="store_true", help="skip the constraint classes")
     parser.add_argument("--repeats", type=int, help="runs per scheduler and size (default 3, --quick 1)")
     parser.add_argument(
-        "--schedulers", default=",".join(ALL), help=f"which, in order (default {','.join(ALL)})"
+        "--schedulers",
+        default=",".join(ALL),
+        help=(
+            f"which, in order (default {','.join(ALL)}; also {KUBESCHED_SAMPLED}: kubesched at its "
+            f"default node sampling, which the constraint classes run beside {KUBESCHED} anyway)"
+        ),
     )
     parser.add_argument("--kube-api-qps", type=float, default=5000.0, help="client QPS for every scheduler")
     parser.add_argument("--kube-api-burst", type=int, default=5000, help="client burst for every scheduler")
@@ -164,14 +201,42 @@ def scenarios_from(args: argparse.Namespace) -> list[Scenario]:
         if mixed < 0:
             raise SystemExit(f"bad value {mixed}: --gang-mixed GROUPS")
         found.append(Scenario.gang(int(nodes), int(groups), int(size), mixed, args.seed))
+    if not args.no_classes:
+        names = class_names(args.classes)
+        for text in args.class_size or (QUICK_CLASS_SIZES if args.quick else DEFAULT_CLASS_SIZES):
+            nodes, pods = _numbers(text, 2, "--class-size NODESxPODS")
+            found.extend(Scenario.constraint_class(name, int(nodes), int(pods)) for name in names)
     return found
+
+
+def class_names(text: str | None) -> list[str]:
+    """The classes `--classes` names (comma-separated, or 'all'), in the order given."""
+    if text is None:
+        return list(DEFAULT_CLASSES)
+    if text.strip() == "all":
+        return list(classes.CLASSES)
+    names = list(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    unknown = [n for n in names if n not in classes.CLASSES]
+    if unknown or not names:
+        known = ", ".join(classes.CLASSES)
+        raise SystemExit(f"bad value {text!r}: --classes NAME,NAME (known: {known}, all)")
+    return names
 
 
 def binders_for(scenario: Scenario, schedulers: list[str]) -> list[str]:
     """Who runs a scenario: the chosen binders; for the gang run kubesched without PodGroups and with
-    (kube-scheduler 1.20 has no gangs, and the null binder would only ignore them)."""
+    (kube-scheduler 1.20 has no gangs, and the null binder would only ignore them); for a constraint
+    class kube-scheduler, kubesched scoring every node and kubesched at its default sampling (the
+    null binder would break the constraints)."""
     if scenario.mode == GANG:
         return [KUBESCHED, KUBESCHED_GANGS] if KUBESCHED in schedulers else []
+    if scenario.mode == CLASS:
+        sampled = KUBESCHED in schedulers or KUBESCHED_SAMPLED in schedulers
+        return [
+            k
+            for k in (KUBE_SCHEDULER, KUBESCHED, KUBESCHED_SAMPLED)
+            if k in schedulers or (k == KUBESCHED_SAMPLED and sampled)
+        ]
     return schedulers
 
 
@@ -185,6 +250,9 @@ def is_full_run(args: argparse.Namespace, schedulers: list[str], repeats: int) -
         or args.no_batch
         or args.no_steady
         or args.no_gang
+        or args.classes
+        or args.class_size
+        or args.no_classes
     )
     return default_sizes and set(schedulers) == set(ALL) and repeats >= 3
 
@@ -217,13 +285,15 @@ async def _main(args: argparse.Namespace) -> int:
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
     scenarios = scenarios_from(args)
     schedulers = [s.strip() for s in args.schedulers.split(",") if s.strip()]
-    unknown = set(schedulers) - set(ALL)
+    unknown = set(schedulers) - set(KNOWN)
     skipped = [s for s in scenarios if not binders_for(s, schedulers)]
     scenarios = [s for s in scenarios if s not in skipped]
     if unknown or not schedulers or not scenarios:
-        raise SystemExit(f"nothing to run, or unknown schedulers {sorted(unknown)} (known: {', '.join(ALL)})")
+        raise SystemExit(
+            f"nothing to run, or unknown schedulers {sorted(unknown)} (known: {', '.join(KNOWN)})"
+        )
     for scenario in skipped:
-        print(f"note: {scenario.name} skipped: it runs kubesched only", file=sys.stderr)
+        print(f"note: {scenario.name} skipped: none of the chosen schedulers runs it", file=sys.stderr)
     if any(s.mode == GANG for s in scenarios) and not gangs.has_pod_group_crd(CRD_DIR):
         print(
             f"cannot run: no {gangs.CRD_NAME} CRD in {CRD_DIR} (--no-gang skips the gang run)",
@@ -237,7 +307,8 @@ async def _main(args: argparse.Namespace) -> int:
     log_dir.mkdir(parents=True, exist_ok=True)
     bin_path = args.kube_scheduler_bin or ensure_binaries() / "kube-scheduler"
     try:
-        flags = KubeschedFlags.detect(sys.executable) if KUBESCHED in schedulers else KubeschedFlags()
+        wants_kubesched = KUBESCHED in kinds or KUBESCHED_SAMPLED in kinds
+        flags = KubeschedFlags.detect(sys.executable) if wants_kubesched else KubeschedFlags()
         config = SchedulerConfig(
             args.kube_api_qps,
             args.kube_api_burst,
@@ -247,8 +318,12 @@ async def _main(args: argparse.Namespace) -> int:
             kubesched_flags=flags,
             kubesched_extra=tuple(args.kubesched_arg),
             kube_scheduler_extra=tuple(args.kube_scheduler_arg),
+            class_policy_file=args.class_policy_config_file.resolve(),
         )
-        config.check(schedulers)
+        policies = [config.policy_file]
+        if any(s.mode == CLASS for s in scenarios):
+            policies.append(config.class_policy_file)
+        config.check(kinds, policies)
     except SetupError as e:
         print(f"cannot run: {e}", file=sys.stderr)
         return 2
@@ -376,7 +451,9 @@ def _plan(
         f"client QPS {config.kube_api_qps:g}, burst {config.kube_api_burst}",
         f"  policy: {config.policy_file}",
     ]
-    if KUBESCHED in schedulers:
+    if any(s.mode == CLASS for s in scenarios):
+        lines.append(f"  constraint classes' policy: {config.class_policy_file}")
+    if KUBESCHED in schedulers or KUBESCHED_SAMPLED in schedulers:
         extra = [*config.kubesched_flags.leader_elect, *config.kubesched_flags.score_all_nodes]
         lines.append(
             f"  kubesched flags found: {' '.join(extra) or '(no leader election or percentage flag)'}"
@@ -432,8 +509,13 @@ def _meta(
             "kube_api_qps": config.kube_api_qps,
             "kube_api_burst": config.kube_api_burst,
             "policy_file": str(config.policy_file),
+            "class_policy_file": str(config.class_policy_file),
+            "classes": {name: c.title for name, c in classes.CLASSES.items()},
             "kubesched_command": config.command(KUBESCHED, Path("K"), "NAME")
             if KUBESCHED in schedulers
+            else None,
+            "kubesched_sampled_command": config.command(KUBESCHED_SAMPLED, Path("K"), "NAME")
+            if KUBESCHED in schedulers or KUBESCHED_SAMPLED in schedulers
             else None,
             "kube_scheduler_command": config.command(KUBE_SCHEDULER, Path("K"), "NAME")
             if KUBE_SCHEDULER in schedulers

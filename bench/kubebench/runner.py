@@ -18,7 +18,7 @@ import aiohttp
 import numpy as np
 from kubernetes_asyncio import client
 
-from kubebench import gangs, workload
+from kubebench import classes, gangs, workload
 from kubebench.audit import audit
 from kubebench.kubeapi import call, list_items
 from kubebench.observe import BindWatcher
@@ -29,6 +29,8 @@ from kubesched_dev.fixtures import create_nodes, create_pods, post_object
 BATCH = "batch"
 STEADY = "steady"
 GANG = "gang"  # a pending batch of whole groups, with PodGroups or without (see gangs.py)
+CLASS = "class"  # a pending batch of one constraint class (see classes.py), under its own policy
+PENDING = (BATCH, GANG, CLASS)  # every pod exists before the scheduler starts
 CANARY = "canary"
 CREATE_CONCURRENCY = 64
 TICK = 0.2
@@ -66,7 +68,8 @@ ERROR = "error"  # the harness could not do its part (API error, watch failure)
 @dataclass(frozen=True, slots=True)
 class Scenario:
     """A cluster size and a way pods arrive: all pending at once (batch), at a fixed rate (steady),
-    or all pending at once in whole groups (gang)."""
+    all pending at once in whole groups (gang), or all pending at once with the constraints of a
+    workload class (class)."""
 
     mode: str
     nodes: int
@@ -77,6 +80,7 @@ class Scenario:
     group_size: int = 0
     mixed: int = 0  # gang only: groups of sizes drawn from gangs.MIXED_SIZES
     group_sizes: tuple[int, ...] = ()  # gang only: every group's size, in the order created
+    workload: str = ""  # class only: its name in classes.CLASSES
 
     @classmethod
     def batch(cls, nodes: int, pods: int) -> Scenario:
@@ -91,12 +95,20 @@ class Scenario:
         sizes = gangs.group_sizes(groups, size, mixed, seed)
         return cls(GANG, nodes, sum(sizes), groups=groups, group_size=size, mixed=mixed, group_sizes=sizes)
 
+    @classmethod
+    def constraint_class(cls, workload: str, nodes: int, pods: int) -> Scenario:
+        if workload not in classes.CLASSES:
+            raise ValueError(f"unknown workload class {workload!r}")
+        return cls(CLASS, nodes, pods, workload=workload)
+
     @property
     def name(self) -> str:
         if self.mode == BATCH:
             return f"batch-{self.nodes}n-{self.pods}p"
         if self.mode == GANG:
             return f"gang-{self.nodes}n-{self.groups}x{self.group_size}-mixed{self.mixed}"
+        if self.mode == CLASS:
+            return f"{self.workload}-{self.nodes}n-{self.pods}p"
         return f"steady-{self.nodes}n-{self.rate:g}pps-{self.duration:g}s"
 
     @property
@@ -109,6 +121,8 @@ class Scenario:
                 f"{self.groups} groups of {self.group_size} + {self.mixed} of {low}-{high} "
                 f"({self.pods:,} pods), {self.nodes:,} nodes"
             )
+        if self.mode == CLASS:
+            return f"{classes.CLASSES[self.workload].title}: {self.pods:,} pods, {self.nodes:,} nodes"
         return f"{self.rate:g} pods/s for {self.duration:g} s, {self.nodes:,} nodes"
 
 
@@ -122,7 +136,7 @@ class Limits:
     def for_scenario(self, scenario: Scenario) -> float:
         if self.run_timeout is not None:
             return self.run_timeout
-        if scenario.mode in (BATCH, GANG):
+        if scenario.mode in PENDING:
             return self.startup_timeout + 60 + scenario.pods / 10
         return self.startup_timeout + scenario.duration + 120
 
@@ -160,6 +174,7 @@ async def run_once(ctx: Context, scenario: Scenario, kind: str, repeat: int, ind
         "repeat": repeat + 1,
         "nodes": scenario.nodes,
         "pods": scenario.pods,
+        **({"workload": scenario.workload} if scenario.workload else {}),
         **(
             {"groups": len(scenario.group_sizes), "grouped": kind == KUBESCHED_GANGS}
             if scenario.group_sizes
@@ -178,13 +193,17 @@ async def run_once(ctx: Context, scenario: Scenario, kind: str, repeat: int, ind
         began = time.monotonic()
         await reset_cluster(ctx.api, scenario.nodes, ctx.seed)
         await call(ctx.api, "POST", "/api/v1/namespaces", namespace_body(namespace))
-        for service in workload.make_services(namespace):
-            await post_object(ctx.api, f"/api/v1/namespaces/{namespace}/services", service)
         pods = await _make_pods(ctx, scenario, kind, namespace, scheduler_name)
+        services = (
+            classes.make_class_services(scenario.workload, pods, namespace)
+            if scenario.mode == CLASS
+            else workload.make_services(namespace)
+        )
+        await _post_all(ctx.api, f"/api/v1/namespaces/{namespace}/services", services)
         expected = {p["metadata"]["name"] for p in pods}
         created_at: dict[str, float] = {}
         create_latency: list[float] = []
-        if scenario.mode in (BATCH, GANG):
+        if scenario.mode in PENDING:
             await create_pods(ctx.api, pods, concurrency=CREATE_CONCURRENCY)
         record["setup_s"] = round(time.monotonic() - began, 2)
         watcher = BindWatcher(ctx.api, namespace)
@@ -197,9 +216,12 @@ async def run_once(ctx: Context, scenario: Scenario, kind: str, repeat: int, ind
         log_file = ctx.log_dir / f"{index:03d}-{scenario.name}-{kind}.log"
         record["log"] = str(log_file)
         started = time.monotonic()
-        process = SchedulerProcess(kind, ctx.config.command(kind, ctx.kubeconfig, scheduler_name), log_file)
+        policy = ctx.config.class_policy_file if scenario.mode == CLASS else None
+        argv = ctx.config.command(kind, ctx.kubeconfig, scheduler_name, policy)
+        record["policy"] = str(policy or ctx.config.policy_file)
+        process = SchedulerProcess(kind, argv, log_file)
         sched = ProcessSampler(process.pid)
-        if scenario.mode in (BATCH, GANG):
+        if scenario.mode in PENDING:
             created_at = dict.fromkeys(expected, started)
         else:
             # A canary proves the scheduler is up (synced and scheduling) before the clock starts.
@@ -242,8 +264,9 @@ async def run_once(ctx: Context, scenario: Scenario, kind: str, repeat: int, ind
             machine_busy_s=round(busy, 2),
             watch_restarts=watcher.restarts,
         )
-        if scenario.mode == GANG:
+        if scenario.mode in PENDING:
             record.update(gangs.makespan_figures(bound, started))
+        if scenario.mode == GANG:
             record.update(gangs.group_figures(bound, gangs.members_of(pods), created_at))
         if create_latency:
             record["create_p99_ms"] = round(float(np.percentile(create_latency, 99)) * 1000, 1)
@@ -303,6 +326,8 @@ async def _make_pods(
 ) -> list[dict[str, Any]]:
     """The run's pods; for a gang run with PodGroups, the PodGroups are created first, as a job's
     controller creates them before its pods."""
+    if scenario.mode == CLASS:
+        return classes.make_class_pods(scenario.workload, scenario.pods, namespace, scheduler_name, ctx.seed)
     if scenario.mode != GANG:
         return workload.make_pods(scenario.pods, namespace, scheduler_name, ctx.seed)
     grouped = kind == KUBESCHED_GANGS
@@ -403,7 +428,7 @@ def _figures(
         # n binds span n-1 intervals.
         figures["pods_per_s"] = round((len(times) - 1) / (times[-1] - times[0]), 1)
         figures["bind_span_s"] = round(times[-1] - times[0], 3)
-    if times and scenario.mode in (BATCH, GANG):
+    if times and scenario.mode in PENDING:
         figures["first_bind_s"] = round(times[0] - started, 3)
     latencies = [max(0.0, t - created_at[name]) for name, (t, _) in bound.items() if name in created_at]
     if latencies:
@@ -444,6 +469,17 @@ async def _pace(
 
 
 # ------------------------------------------------------------------------------------ cluster state
+
+
+async def _post_all(api: client.ApiClient, path: str, bodies: list[dict[str, Any]]) -> None:
+    """POST every body to `path`, CREATE_CONCURRENCY at a time."""
+    limit = asyncio.Semaphore(CREATE_CONCURRENCY)
+
+    async def post(body: dict[str, Any]) -> None:
+        async with limit:
+            await post_object(api, path, body)
+
+    await asyncio.gather(*(post(b) for b in bodies))
 
 
 def namespace_body(name: str) -> dict[str, Any]:

@@ -20,16 +20,23 @@ KUBESCHED = "kubesched"
 ALL = (NULL, KUBE_SCHEDULER, KUBESCHED)
 # kubesched again, on the gang workload's pods in PodGroups (`kubesched` there: the same pods without).
 KUBESCHED_GANGS = "kubesched-gangs"
+# kubesched at its default node sampling (kube-scheduler's adaptive percentage), where `kubesched`
+# scores every node when its `run` offers the flag. The constraint classes run both.
+KUBESCHED_SAMPLED = "kubesched-sampled"
+KNOWN = (*ALL, KUBESCHED_SAMPLED)
 LABELS = {
     NULL: "null binder",
     KUBE_SCHEDULER: "kube-scheduler 1.20.2",
     KUBESCHED: "kubesched",
     KUBESCHED_GANGS: "kubesched, PodGroups",
+    KUBESCHED_SAMPLED: "kubesched, default sampling",
 }
 
 BENCH_DIR = Path(__file__).resolve().parent.parent
 REPO_ROOT = BENCH_DIR.parent
 DEFAULT_POLICY = REPO_ROOT / "examples" / "policies" / "seed-policy.json"
+# kube-scheduler 1.20's default predicates and priorities, written out: the constraint classes' policy.
+DEFAULT_CLASS_POLICY = REPO_ROOT / "examples" / "policies" / "default-1.20-policy.json"
 KUBE_SCHEDULER_FLAGS = (
     "--kubeconfig",
     "--policy-config-file",
@@ -85,11 +92,13 @@ class SchedulerConfig:
     kubesched_flags: KubeschedFlags = field(default_factory=KubeschedFlags)
     kubesched_extra: tuple[str, ...] = ()
     kube_scheduler_extra: tuple[str, ...] = ()
+    class_policy_file: Path = DEFAULT_CLASS_POLICY  # the constraint classes' Policy, for every scheduler
 
-    def check(self, kinds: list[str]) -> None:
+    def check(self, kinds: list[str], policies: list[Path] | None = None) -> None:
         """Fail early, before a control plane starts, if a scheduler could not run."""
-        if not self.policy_file.is_file():
-            raise SetupError(f"no Policy file at {self.policy_file}")
+        for policy in policies or [self.policy_file]:
+            if not policy.is_file():
+                raise SetupError(f"no Policy file at {policy}")
         if KUBE_SCHEDULER in kinds:
             if not os.access(self.kube_scheduler_bin, os.X_OK):
                 raise SetupError(f"no kube-scheduler at {self.kube_scheduler_bin} (run `make k8s`)")
@@ -98,8 +107,12 @@ class SchedulerConfig:
             if missing:
                 raise SetupError(f"kube-scheduler does not accept {missing}")
 
-    def command(self, kind: str, kubeconfig: Path, scheduler_name: str) -> list[str]:
+    def command(
+        self, kind: str, kubeconfig: Path, scheduler_name: str, policy_file: Path | None = None
+    ) -> list[str]:
+        """The command line of `kind`, with `policy_file` instead of the configured one if given."""
         qps, burst = self.kube_api_qps, self.kube_api_burst
+        policy = policy_file or self.policy_file
         if kind == NULL:
             return [
                 self.python, str(BENCH_DIR / "nullbinder.py"),
@@ -113,7 +126,7 @@ class SchedulerConfig:
             return [
                 str(self.kube_scheduler_bin),
                 f"--kubeconfig={kubeconfig}",
-                f"--policy-config-file={self.policy_file}",
+                f"--policy-config-file={policy}",
                 "--use-legacy-policy-config=true",
                 "--leader-elect=false",
                 f"--kube-api-qps={qps:g}",
@@ -125,18 +138,18 @@ class SchedulerConfig:
                 f"--scheduler-name={scheduler_name}",
                 *self.kube_scheduler_extra,
             ]
-        if kind in (KUBESCHED, KUBESCHED_GANGS):
+        if kind in (KUBESCHED, KUBESCHED_GANGS, KUBESCHED_SAMPLED):
             return [
                 self.python, "-m", "kubesched", "run",
                 "--kubeconfig", str(kubeconfig),
                 "--scheduler-name", scheduler_name,
-                "--policy-config-file", str(self.policy_file),
+                "--policy-config-file", str(policy),
                 "--kube-api-qps", f"{qps:g}",
                 "--kube-api-burst", str(burst),
                 "--metrics-port", str(free_port()),  # the harness reads the event loop's lag there
                 "--log-level", "warning",
                 *self.kubesched_flags.leader_elect,
-                *self.kubesched_flags.score_all_nodes,
+                *(self.kubesched_flags.score_all_nodes if kind != KUBESCHED_SAMPLED else ()),
                 *self.kubesched_extra,
             ]  # fmt: skip
         raise ValueError(f"unknown scheduler {kind!r}")
