@@ -437,7 +437,8 @@ async def post_object(
     """POST a raw object to `path` (e.g. /api/v1/nodes); False if it existed and `skip_existing` is set.
 
     Server errors (5xx, 429) are retried with backoff: fault tests freeze or restart the API server
-    while objects are being created. A 409 after such a retry means the first attempt landed.
+    while objects are being created. A 409 after such a retry means the first attempt landed. So is
+    a pod refused for a PriorityClass just created, which admission has not seen yet.
     """
     for attempt in range(TRANSIENT_ATTEMPTS):
         status, text = await _post_once(api_client, path, body)
@@ -447,7 +448,10 @@ async def post_object(
             return True
         if status == 409 and skip_existing:
             return False
-        if (status >= 500 or status == 429) and attempt + 1 < TRANSIENT_ATTEMPTS:
+        # The Priority admission plugin reads PriorityClasses from an informer: one created a
+        # moment ago may not be there yet.
+        lagging = status == 403 and "no PriorityClass with name" in text
+        if (status >= 500 or status == 429 or lagging) and attempt + 1 < TRANSIENT_ATTEMPTS:
             await asyncio.sleep(0.5 * 2**attempt)
             continue
         break

@@ -13,11 +13,13 @@ from kubernetes_asyncio.client import ApiClient
 
 from kubesched.kube.client import request
 from kubesched_dev.devcluster import LocalControlPlane
+from kubesched_dev.fixtures import install_crds
 
 from ..integration.kubesched_process import KubeschedProcess
 from .replicas import LEASE_NAMESPACE, SEED_POLICY, LeaseHistory, Replica, free_port
 
 HERE = Path(__file__).parent
+CRDS = HERE.parents[1] / "crds"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -30,6 +32,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(autouse=True)
 def _nodes_deleted_after_each_test(clean_nodes: None) -> Iterator[None]:
     yield
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session", autouse=True)
+async def _crds_installed(api: ApiClient) -> list[str]:
+    """The CRDs in crds/, as a cluster would have them (PodGroups: the gang failover test)."""
+    return await install_crds(api, CRDS)
 
 
 @pytest.fixture

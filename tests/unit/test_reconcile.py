@@ -139,3 +139,20 @@ def test_events_after_a_reconcile_still_apply() -> None:
     scheduler.reconcile(Listing.of((), "20"), Listing.of((), "20"))
     scheduler.on_node(None, at(make_node("n1"), 25))  # re-created after the listing
     assert scheduler.cache.node_names() == ["n1"]
+
+
+def pod_group_at(namespace: str, name: str, rv: int) -> dict[str, Any]:
+    return {
+        "metadata": {"namespace": namespace, "name": name, "resourceVersion": str(rv), "generation": 1},
+        "spec": {"minMember": 2},
+    }
+
+
+def test_a_podgroup_deleted_during_a_gap_leaves_the_cache_and_a_newer_one_stays() -> None:
+    """PodGroups have a watch of their own (app/run.py): its re-listing drops what vanished."""
+    scheduler = new_scheduler()
+    for name, rv in (("gone", 10), ("kept", 11), ("newer", 30)):
+        scheduler.on_object("PodGroup", None, pod_group_at("ns", name, rv))
+    assert scheduler.reconcile_pod_groups(Listing.of({"ns/kept"}, "20")) == ["ns/gone"]
+    assert sorted(scheduler.cache.objects_of("PodGroup")) == ["ns/kept", "ns/newer"]
+    assert scheduler.gangs.state("ns/gone").group is None

@@ -21,9 +21,9 @@ from kubesched.kube.events import Recorder
 from kubesched.kube.eviction import Evictor
 from kubesched.kube.extender_transport import HTTPTransport
 from kubesched.kube.informer import Informer
-from kubesched.kube.listing import name_of
+from kubesched.kube.listing import name_of, namespaced_name_of
 from kubesched.kube.podgroup_status import PodGroupStatusWriter
-from kubesched.model.kinds import NODES, PODS
+from kubesched.model.kinds import NODES, POD_GROUPS, PODS
 from kubesched.policy.compile import compile_policy, default_algorithm
 from kubesched.policy.controller import PolicyController, PolicyStatusWriter
 from kubesched.policy.files import load_policy_file
@@ -117,8 +117,20 @@ async def run_scheduler(settings: RunSettings) -> None:
         # Only what the server serves, for our listing and Kopf's watches alike: Kopf warns about
         # every resource it cannot find.
         kinds = await served_kinds(api)
+        informers = [nodes, pods]
+        if POD_GROUPS in kinds:  # PodGroups have a watch of their own too (model/kinds.py)
+            kinds = tuple(kind for kind in kinds if kind is not POD_GROUPS)
+            groups = Informer(
+                api,
+                POD_GROUPS.path,
+                lambda event, raw: scheduler.on_object(POD_GROUPS.kind, event, raw),
+                relisted=scheduler.reconcile_pod_groups,
+                key=namespaced_name_of,
+            )
+            await groups.list()
+            informers.append(groups)
         await initial_sync(api, scheduler, nodes, pods, kinds)
-        watches = [asyncio.create_task(w.run(), name=f"watch {w.path}") for w in (nodes, pods)]
+        watches = [asyncio.create_task(w.run(), name=f"watch {w.path}") for w in informers]
         freeze_long_lived()
         synced.set()
         # A re-list after a watch gap sends no DELETED for what vanished meanwhile: see kube/listing.py.

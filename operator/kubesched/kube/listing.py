@@ -104,6 +104,12 @@ def name_of(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("name") or "")
 
 
+def namespaced_name_of(obj: Mapping[str, Any]) -> str:
+    """A namespaced object's key in a listing: `namespace/name`."""
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
+
+
 def version(rv: str) -> int | None:
     """A resourceVersion as an etcd revision, or None when it is not one."""
     try:

@@ -67,7 +67,8 @@ WATCHED_OBJECTS: Final[tuple[WatchedKind, ...]] = (
     WatchedKind("CSINode", "storage.k8s.io", "v1", "csinodes", False, "csi_nodes"),
     # Pod (anti-)affinity's namespaceSelector picks namespaces by their labels.
     WatchedKind("Namespace", "", "v1", "namespaces", False, "namespaces"),
-    # Gangs (model/podgroup.py): scheduler-plugins' coscheduling API, kubesched's CRD or its own.
+    # Gangs (model/podgroup.py): scheduler-plugins' coscheduling API, from its CRD or kubesched's.
+    # Listed and watched by a watch of its own (kube/informer.py), not Kopf: see POD_GROUPS.
     WatchedKind("PodGroup", "scheduling.x-k8s.io", "v1alpha1", "podgroups", True, "pod_groups"),
     # For preemption. Kubernetes 1.20 serves only v1beta1, 1.25+ only v1: Kopf watches only the
     # versions the server serves (app/handlers.py's served_kinds), the start-up sync skips the
@@ -75,6 +76,10 @@ WATCHED_OBJECTS: Final[tuple[WatchedKind, ...]] = (
     WatchedKind(BUDGET_KIND, "policy", "v1", "poddisruptionbudgets", True),
     WatchedKind(BUDGET_KIND, "policy", "v1beta1", "poddisruptionbudgets", True),
 )
+
+# PodGroups have a watch of their own, as nodes and pods do: a group's members wait for its first
+# event, and our own status writes come back as a stream of updates.
+POD_GROUPS: Final = next(watched for watched in WATCHED_OBJECTS if watched.kind == "PodGroup")
 
 # The kinds of WATCHED_OBJECTS (a kind served in two versions is one kind).
 OBJECT_KIND_NAMES: Final = frozenset(watched.kind for watched in WATCHED_OBJECTS)

@@ -128,6 +128,10 @@ class SchedulerCache:
     def get_object(self, kind: str, key: str) -> Mapping[str, Any] | None:
         return self._objects[OBJECT_KINDS[kind]].get(key)
 
+    def objects_of(self, kind: str) -> Mapping[str, Mapping[str, Any]]:
+        """Every cached object of `kind`, by key (a read-only view)."""
+        return dict(self._objects[OBJECT_KINDS[kind]])
+
     def set_budget(self, key: str, obj: Mapping[str, Any] | None) -> None:
         """Record (or with None, drop) a PodDisruptionBudget of either API version."""
         if obj is None:

@@ -236,10 +236,26 @@ class Scheduler:
             self.gangs.group_changed(key)
         else:
             return
+        self._log.info("pod_group_changed", group=key, change=event_type or "listed")
         self.queue.wake_group(key)
 
     def _assumed_on(self, uid: str) -> str | None:
         return self.cache.pod_node(uid) if self.cache.is_assumed(uid) else None
+
+    def reconcile_pod_groups(self, listing: Listing) -> list[str]:
+        """Drop the PodGroups a re-listing no longer has (a watch gap hid their DELETED events)."""
+        cached = self.cache.objects_of(POD_GROUP)
+        gone = stale(
+            {
+                key: str((raw.get("metadata") or {}).get("resourceVersion") or "")
+                for key, raw in cached.items()
+            },
+            listing,
+        )
+        for key in gone:
+            namespace, _, name = key.partition("/")
+            self._on_pod_group(key, "DELETED", {"metadata": {"namespace": namespace, "name": name}})
+        return gone
 
     def _place_in_line(self, pod: Pod) -> float:
         """A pod's place among those of its priority: its group's creation time, or its own."""
