@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from kubesched.algorithm.generic import Algorithm, FitError
 from kubesched.model.nodeinfo import ClusterObjects, NodeInfo, Snapshot
 from kubesched.model.objects import node_from_dict, pod_from_dict
+from kubesched.model.selectors import LabelSelector
 from kubesched.model.table import LIMIT, NodeColumns, NodeUsage
 from kubesched.policy.compile import compile_policy, default_algorithm
 from kubesched.runtime.cache import SchedulerCache
@@ -216,8 +217,14 @@ SERVICES = {
 
 
 def decisions(algorithm: Algorithm, snapshot: Snapshot, pending: list[Any]) -> list[Any]:
-    rng = random.Random(7)
-    start = 0
+    """Each pod's decision, placed one after another on one snapshot chain."""
+    return decide(algorithm, snapshot, pending, random.Random(7), 0)[0]
+
+
+def decide(
+    algorithm: Algorithm, snapshot: Snapshot, pending: list[Any], rng: random.Random, start: int
+) -> tuple[list[Any], int]:
+    """`decisions` going on from `rng` and `start`; also where the next search starts."""
     made: list[Any] = []
     for pod in pending:
         try:
@@ -236,7 +243,7 @@ def decisions(algorithm: Algorithm, snapshot: Snapshot, pending: list[Any]) -> l
             )
         )
         snapshot = snapshot.with_pod_on(pod, result.node_name)
-    return made
+    return made, start
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -260,6 +267,214 @@ def test_vectorised_and_per_node_paths_decide_alike(
     expected = decisions(replace(algorithm, vectorised=False), fresh(), pending)
     assert decisions(algorithm, vectorised, pending) == expected
     assert vectorised.table() is not None
+
+
+# Pod-to-pod constraints: kube-scheduler 1.20's interpodaffinity (filtering.go, scoring.go) and
+# podtopologyspread (filtering.go, scoring.go), which the per-node path follows.
+HOSTNAME = "kubernetes.io/hostname"
+LABEL_VALUES = {"app": ("web", "db", "batch"), "tier": ("front", "back")}
+POD_TO_POD_POLICIES = {
+    "default": default_algorithm(),
+    "symmetric, selector spreading, every predicate": compile_policy(
+        {
+            "kind": "Policy",
+            "apiVersion": "v1",
+            "predicates": [
+                {"name": "PodFitsResources"},
+                {"name": "MatchNodeSelector"},
+                {"name": "MatchInterPodAffinity"},
+                {"name": "EvenPodsSpread"},
+            ],
+            "priorities": [
+                {"name": "InterPodAffinityPriority", "weight": 3},
+                {"name": "EvenPodsSpreadPriority", "weight": 2},
+                {"name": "SelectorSpreadPriority", "weight": 1},
+                {"name": "LeastRequestedPriority", "weight": 1},
+            ],
+            "hardPodAffinitySymmetricWeight": 10,
+            "alwaysCheckAllPredicates": True,
+        },
+        default_pod_topology_spread=False,  # SelectorSpreadPriority: the SelectorSpread plugin
+    ),
+}
+
+
+@st.composite
+def label_selectors(draw: st.DrawFn) -> dict[str, Any] | None:
+    """None (matches nothing), {} (everything), or matchLabels and expressions with every operator."""
+    if draw(st.integers(0, 9)) == 0:
+        return None
+    selector: dict[str, Any] = {}
+    match_labels = draw(st.sampled_from([None, {"app": "web"}, {"app": "db", "tier": "front"}]))
+    if match_labels:
+        selector["matchLabels"] = match_labels
+    expressions = []
+    for _ in range(draw(st.integers(0, 2))):
+        key = draw(st.sampled_from(sorted(LABEL_VALUES)))
+        operator = draw(st.sampled_from(["In", "NotIn", "Exists", "DoesNotExist"]))
+        values = (
+            []
+            if operator in ("Exists", "DoesNotExist")
+            else draw(st.lists(st.sampled_from(LABEL_VALUES[key]), min_size=1, max_size=2, unique=True))
+        )
+        expressions.append({"key": key, "operator": operator, "values": values})
+    if expressions:
+        selector["matchExpressions"] = expressions
+    return selector
+
+
+@st.composite
+def pod_terms(draw: st.DrawFn) -> dict[str, Any]:
+    term: dict[str, Any] = {"topologyKey": draw(st.sampled_from([HOSTNAME, ZONE]))}
+    selector = draw(label_selectors())
+    if selector is not None:
+        term["labelSelector"] = selector
+    namespaces = draw(st.sampled_from([None, ["ns"], ["other"], ["ns", "other"]]))
+    if namespaces:
+        term["namespaces"] = namespaces
+    namespace_selector = draw(
+        st.sampled_from(
+            [
+                None,
+                {},
+                {"matchLabels": {"team": "a"}},
+                {"matchExpressions": [{"key": "team", "operator": "NotIn", "values": ["a"]}]},
+            ]
+        )
+    )
+    if namespace_selector is not None:
+        term["namespaceSelector"] = namespace_selector
+    return term
+
+
+@st.composite
+def pod_affinities(draw: st.DrawFn) -> dict[str, Any] | None:
+    affinity = {}
+    for kind in ("podAffinity", "podAntiAffinity"):
+        rule: dict[str, Any] = {}
+        if draw(st.integers(0, 2)) == 0:
+            rule["requiredDuringSchedulingIgnoredDuringExecution"] = draw(
+                st.lists(pod_terms(), min_size=1, max_size=2)
+            )
+        if draw(st.integers(0, 2)) == 0:
+            rule["preferredDuringSchedulingIgnoredDuringExecution"] = [
+                {"weight": draw(st.sampled_from([1, 10, 100])), "podAffinityTerm": term}
+                for term in draw(st.lists(pod_terms(), min_size=1, max_size=2))
+            ]
+        if rule:
+            affinity[kind] = rule
+    return affinity or None
+
+
+@st.composite
+def spread_constraints(draw: st.DrawFn) -> list[dict[str, Any]]:
+    return [
+        {
+            "maxSkew": draw(st.integers(1, 2)),
+            "topologyKey": draw(st.sampled_from([HOSTNAME, ZONE])),
+            "whenUnsatisfiable": draw(st.sampled_from(["DoNotSchedule", "ScheduleAnyway"])),
+            "labelSelector": draw(label_selectors()) or {},
+        }
+        for _ in range(draw(st.integers(0, 2)))
+    ]
+
+
+@st.composite
+def pods_with_terms(draw: st.DrawFn, name: str) -> dict[str, Any]:
+    labels = {
+        key: draw(st.sampled_from(values)) for key, values in LABEL_VALUES.items() if draw(st.booleans())
+    }
+    pod = make_pod(
+        name,
+        draw(st.sampled_from(["ns", "ns", "other"])),
+        cpu=draw(st.sampled_from([None, "100m", "500m"])),
+        labels=labels,
+        node_selector=draw(st.sampled_from([None, None, {"disk": "ssd"}])),
+        affinity=draw(pod_affinities()),
+    )
+    constraints = draw(spread_constraints())
+    if constraints:
+        pod["spec"]["topologySpreadConstraints"] = constraints
+    return pod
+
+
+@st.composite
+def pod_to_pod_clusters(
+    draw: st.DrawFn,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Nodes (zones "a", "b" and the empty value, or none; now and then two sharing a hostname
+    label), pods bound to them (some terminating), and pending pods."""
+    raw_nodes = []
+    for i in range(draw(st.integers(1, 8))):
+        labels: dict[str, str] = {}
+        zone = draw(st.sampled_from(["a", "b", "", None]))
+        if zone is not None:
+            labels[ZONE] = zone
+        if draw(st.booleans()):
+            labels["disk"] = "ssd"
+        if draw(st.integers(0, 5)) == 0:
+            labels[HOSTNAME] = "shared"
+        raw_nodes.append(make_node(f"n{i}", cpu="4", labels=labels))
+    bound = []
+    for j in range(draw(st.integers(0, 10))):
+        pod = draw(pods_with_terms(f"b{j}"))
+        pod["spec"]["nodeName"] = f"n{draw(st.integers(0, len(raw_nodes) - 1))}"
+        if draw(st.integers(0, 5)) == 0:
+            pod["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+        bound.append(pod)
+    pending = [draw(pods_with_terms(f"p{k}")) for k in range(draw(st.integers(1, 8)))]
+    return raw_nodes, bound, pending
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    cluster=pod_to_pod_clusters(),
+    policy=st.sampled_from(sorted(POD_TO_POD_POLICIES)),
+    percentage=st.sampled_from([0, 100]),
+    batch=st.integers(1, 4),
+)
+def test_pod_to_pod_constraints_decide_alike_along_a_snapshot_chain_and_from_batch_to_batch(
+    cluster: tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]],
+    policy: str,
+    percentage: int,
+    batch: int,
+) -> None:
+    """The reference places every pending pod on one snapshot chain from the full listing; the
+    vectorised path decides them in batches as the scheduler does: each batch a chain on the
+    cache's snapshot (its indexes carried over and updated pod by pod), the decisions then
+    assumed in the cache."""
+    raw_nodes, bound, raw_pending = cluster
+    algorithm = replace(POD_TO_POD_POLICIES[policy], percentage_of_nodes_to_score=percentage)
+    objects = ClusterObjects(services=SERVICES, namespaces=NAMESPACES)
+    pending = [pod_from_dict(p) for p in raw_pending]
+    infos = {n["metadata"]["name"]: NodeInfo(node_from_dict(n)) for n in raw_nodes}
+    for raw in bound:
+        pod = pod_from_dict(raw)
+        infos[pod.node_name] = infos[pod.node_name].with_pod(pod)
+    expected = decisions(
+        replace(algorithm, vectorised=False), Snapshot.of(list(infos.values()), objects), pending
+    )
+
+    cache = SchedulerCache()
+    for raw in raw_nodes:
+        cache.set_node(node_from_dict(raw))
+    for raw in bound:
+        cache.set_pod(pod_from_dict(raw))
+    for name, namespace in NAMESPACES.items():
+        cache.set_object("Namespace", name, namespace)
+    for key, service in SERVICES.items():
+        cache.set_object("Service", key, service)
+    rng, start, made = random.Random(7), 0, []
+    for first in range(0, len(pending), batch):
+        snapshot = cache.snapshot()
+        assert isinstance(snapshot.usage, NodeUsage)
+        chunk = pending[first : first + batch]
+        decided, start = decide(algorithm, snapshot, chunk, rng, start)
+        for pod, decision in zip(chunk, decided, strict=True):
+            if decision[0] != "unschedulable":
+                cache.assume(pod, decision[0])
+        made += decided
+    assert made == expected
 
 
 def test_a_thousand_nodes_with_minimum_feasible_search_match() -> None:
@@ -302,15 +517,27 @@ def test_usage_counts_requests_and_label_sets_pod_by_pod() -> None:
         usage = next_usage
     assert usage.requested_cpu.tolist() == [500, 250]
     assert usage.pod_count.tolist() == [2, 1]
-    assert np.array_equal(usage.matching("ns", lambda labels: labels.get("app") == "web", "web"), [2, 1])
-    assert usage.matching("other", lambda labels: True, "all").tolist() == [0, 0]
+    web = LabelSelector.from_map({"app": "web"})
+    assert np.array_equal(usage.selected("ns", web), [2, 1])
+    assert usage.selected("other", LabelSelector()).tolist() == [0, 0]
 
 
 def usage_figures(usage: NodeUsage | bool | None) -> dict[str, Any]:
     assert isinstance(usage, NodeUsage)
     groups = {key: counts.tolist() for key, counts in usage.groups.items() if counts.any()}
     arrays = ("requested_cpu", "requested_memory", "pod_count", "non_zero_cpu", "non_zero_memory")
-    return {"groups": groups, **{name: getattr(usage, name).tolist() for name in arrays}}
+    # The placed terms, and those the index offers to a pod of each label set.
+    terms = {repr(key): dict(rows) for key, rows in usage.terms.items()}
+    offered = {
+        name: sorted(repr(key) for key, _ in usage.placed_terms(labels))
+        for name, labels in (("web", {"app": "web"}), ("db", {"app": "db"}), ("none", {}))
+    }
+    return {
+        "groups": groups,
+        "terms": terms,
+        "offered": offered,
+        **{name: getattr(usage, name).tolist() for name in arrays},
+    }
 
 
 @settings(max_examples=60, deadline=None)
@@ -326,8 +553,30 @@ def test_the_caches_usage_follows_every_change_and_never_changes_a_snapshot_take
     cache = SchedulerCache()
     for i in range(3):
         cache.set_node(node_from_dict(make_node(f"n{i}", labels={ZONE: ZONES[i]})))
+    apart = {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": ZONE}
+    near = {
+        "labelSelector": {"matchExpressions": [{"key": "app", "operator": "Exists"}]},
+        "topologyKey": ZONE,
+    }
+    terms = [
+        None,
+        {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [apart]}},
+        {
+            "podAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 5, "podAffinityTerm": near}]
+            }
+        },
+    ]
     pods = [
-        pod_from_dict(make_pod(f"p{i}", "ns", cpu=f"{100 * (i + 1)}m", labels={"app": ["web", "db"][i % 2]}))
+        pod_from_dict(
+            make_pod(
+                f"p{i}",
+                "ns",
+                cpu=f"{100 * (i + 1)}m",
+                labels={"app": ["web", "db"][i % 2]},
+                affinity=terms[i % 3],
+            )
+        )
         for i in range(6)
     ]
     taken: list[tuple[Snapshot, dict[str, Any]]] = []

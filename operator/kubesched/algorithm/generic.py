@@ -364,14 +364,20 @@ class _Rows(Sequence[NodeInfo]):
 
     def __init__(self, nodes: Sequence[NodeInfo], rows: npt.NDArray[np.int64]) -> None:
         self._nodes = nodes
-        self._rows: list[int] = rows.tolist()
+        self._array = rows
+        self._list: list[int] | None = None  # the rows as Python ints, made when iterated
+
+    def _rows(self) -> list[int]:
+        if self._list is None:
+            self._list = self._array.tolist()
+        return self._list
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return len(self._array)
 
     def __iter__(self) -> Iterator[NodeInfo]:
         nodes = self._nodes
-        return (nodes[r] for r in self._rows)
+        return (nodes[r] for r in self._rows())
 
     @overload
     def __getitem__(self, i: int) -> NodeInfo: ...
@@ -379,8 +385,8 @@ class _Rows(Sequence[NodeInfo]):
     def __getitem__(self, i: slice) -> Sequence[NodeInfo]: ...
     def __getitem__(self, i: int | slice) -> NodeInfo | Sequence[NodeInfo]:
         if isinstance(i, slice):
-            return [self._nodes[r] for r in self._rows[i]]
-        return self._nodes[self._rows[i]]
+            return [self._nodes[r] for r in self._rows()[i]]
+        return self._nodes[int(self._array[i])]
 
 
 class LazyMapping(Mapping[K, V]):

@@ -41,10 +41,16 @@ class AffinityTerm:
 
     def matches(self, pod: Pod, namespace_labels: Mapping[str, str] | None = None) -> bool:
         """AffinityTerm.Matches: `namespace_labels` are the labels of `pod`'s namespace."""
-        if pod.namespace in self.namespaces or (
+        return self.matches_labels(pod.namespace, pod.labels, namespace_labels)
+
+    def matches_labels(
+        self, namespace: str, labels: Mapping[str, str], namespace_labels: Mapping[str, str] | None = None
+    ) -> bool:
+        """`matches` for a pod of `namespace` (labelled `namespace_labels`) carrying `labels`."""
+        if namespace in self.namespaces or (
             not self.namespace_selector.nothing and self.namespace_selector.matches(namespace_labels or {})
         ):
-            return self.selector.matches(pod.labels)
+            return self.selector.matches(labels)
         return False
 
     def with_namespaces(self, namespaces: Mapping[str, Mapping[str, Any]]) -> AffinityTerm:

@@ -7,14 +7,16 @@ algorithm while watch events keep arriving on the event loop.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from kubesched.model.affinity import PodAffinity, has_pod_affinity, parse_pod_affinity
 from kubesched.model.objects import HostPort, Node, Pod
 from kubesched.model.resources import ZERO, Resource
 from kubesched.model.table import NodeColumns, NodeTable, NodeUsage
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,14 +39,15 @@ class NodeInfo:
         """NodeInfo.PodsWithRequiredAntiAffinity."""
         return tuple(p for p in self.pods_with_affinity if p.required_anti_affinity)
 
-    def with_pod(self, pod: Pod) -> NodeInfo:
-        """This node with `pod` added (replacing an older version of the same pod)."""
+    def with_pod(self, pod: Pod, affinity: PodAffinity | None = None) -> NodeInfo:
+        """This node with `pod` added (replacing an older version of the same pod); `affinity`:
+        its terms when already parsed."""
         base = self.without_pod(pod.uid) if pod.uid in self.pods else self
         pods = dict(base.pods)
         pods[pod.uid] = pod
         with_affinity = base.pods_with_affinity
         if has_pod_affinity(pod):
-            with_affinity = (*with_affinity, parse_pod_affinity(pod))
+            with_affinity = (*with_affinity, affinity or parse_pod_affinity(pod))
         return NodeInfo(
             base.node,
             pods,
@@ -102,7 +105,8 @@ class Snapshot:
 
     `node_memo` and `pod_memo` hold indexes derived lazily from the snapshot (how many nodes hold
     an image; which nodes hold pods with affinity). A snapshot of the next pod in a batch shares
-    the node memo, and the pod memo too unless the placed pod has pod (anti-)affinity.
+    the node memo, and the pod memo too unless the placed pod has pod (anti-)affinity; then the
+    pod memo's sets of nodes are derived from the previous ones with the one node changed.
     """
 
     nodes: Sequence[NodeInfo]
@@ -136,11 +140,12 @@ class Snapshot:
         """The snapshot after placing `pod` on `node_name`, so the next pod of a batch sees it."""
         i = self.index[node_name]
         nodes = list(self.nodes)
+        affinity = self.parsed(pod, parse_pod_affinity) if has_pod_affinity(pod) else None
         usage: NodeUsage | bool | None = None  # rebuilt if asked for
         if isinstance(self.usage, NodeUsage) and pod.uid not in nodes[i].pods:
-            usage = self.usage.with_pod(i, pod) or False
-        nodes[i] = nodes[i].with_pod(pod)
-        pod_memo = {} if has_pod_affinity(pod) else self.pod_memo
+            usage = self.usage.with_pod(i, pod, affinity) or False
+        nodes[i] = nodes[i].with_pod(pod, affinity)
+        pod_memo = _with_node_changed(self.pod_memo, i, nodes[i]) if affinity else self.pod_memo
         return Snapshot(tuple(nodes), self.objects, self.index, self.node_memo, pod_memo, self.columns, usage)
 
     def without_pods(self, pods: Sequence[Pod]) -> Snapshot:
@@ -154,6 +159,16 @@ class Snapshot:
                 nodes[i] = nodes[i].without_pod(pod.uid)
         return Snapshot(tuple(nodes), self.objects, self.index, self.node_memo, {}, self.columns)
 
+    def parsed(self, pod: Pod, parse: Callable[[Pod], T]) -> T:
+        """parse(pod), made once for the batch: several plugins, and the placement, read the same
+        parsed terms of a pod."""
+        key = (parse, pod.uid)
+        found = self.node_memo.get(key)
+        if found is None or found[0] is not pod:
+            found = self.node_memo[key] = (pod, parse(pod))
+        made: T = found[1]
+        return made
+
     def image_node_count(self, image: str) -> int:
         """ImageStateSummary.NumNodes: how many nodes report `image`."""
         key = f"image:{image}"
@@ -165,16 +180,47 @@ class Snapshot:
 
     def nodes_with_pod_affinity(self) -> tuple[NodeInfo, ...]:
         """HavePodsWithAffinityList: nodes holding a pod with any pod (anti-)affinity."""
-        found = self.pod_memo.get("with_affinity")
-        if found is None:
-            found = tuple(n for n in self.nodes if n.pods_with_affinity)
-            self.pod_memo["with_affinity"] = found
-        return tuple(found)
+        return self._nodes_where(_WITH_AFFINITY)
 
     def nodes_with_required_anti_affinity(self) -> tuple[NodeInfo, ...]:
         """HavePodsWithRequiredAntiAffinityList."""
-        found = self.pod_memo.get("with_required_anti_affinity")
+        return self._nodes_where(_WITH_REQUIRED_ANTI_AFFINITY)
+
+    def has_pods_with_required_anti_affinity(self) -> bool:
+        """Whether any node holds a pod with required pod anti-affinity."""
+        return bool(self._rows_where(_WITH_REQUIRED_ANTI_AFFINITY))
+
+    def _nodes_where(self, key: str) -> tuple[NodeInfo, ...]:
+        found = self._rows_where(key)
+        return tuple(found[i] for i in sorted(found))
+
+    def _rows_where(self, key: str) -> Mapping[int, NodeInfo]:
+        found: dict[int, NodeInfo] | None = self.pod_memo.get(key)
         if found is None:
-            found = tuple(n for n in self.nodes_with_pod_affinity() if n.pods_with_required_anti_affinity)
-            self.pod_memo["with_required_anti_affinity"] = found
-        return tuple(found)
+            test = _NODE_TESTS[key]
+            found = self.pod_memo[key] = {i: n for i, n in enumerate(self.nodes) if test(n)}
+        return found
+
+
+_WITH_AFFINITY = "with_affinity"
+_WITH_REQUIRED_ANTI_AFFINITY = "with_required_anti_affinity"
+# The pod memo's sets of nodes (by row), and which nodes each holds.
+_NODE_TESTS: dict[str, Callable[[NodeInfo], bool]] = {
+    _WITH_AFFINITY: lambda n: bool(n.pods_with_affinity),
+    _WITH_REQUIRED_ANTI_AFFINITY: lambda n: any(p.required_anti_affinity for p in n.pods_with_affinity),
+}
+
+
+def _with_node_changed(memo: Mapping[Any, Any], i: int, node: NodeInfo) -> dict[Any, Any]:
+    """The pod memo after node `i` became `node`: its sets of nodes updated, everything else dropped."""
+    derived: dict[Any, Any] = {}
+    for key, test in _NODE_TESTS.items():
+        found = memo.get(key)
+        if found is None:
+            continue
+        if test(node):
+            found = {**found, i: node}
+        elif i in found:
+            found = {j: n for j, n in found.items() if j != i}
+        derived[key] = found
+    return derived

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from kubesched.model.nodeinfo import ClusterObjects
+from kubesched.model.nodeinfo import ClusterObjects, Snapshot
 from kubesched.model.objects import Pod
 from kubesched.model.selectors import EVERYTHING, LabelSelector, Requirement, SelectorError
 from kubesched.model.table import IntArray
@@ -87,6 +87,19 @@ def default_selector(pod: Pod, objects: ClusterObjects) -> LabelSelector:
         if requirements:
             result = result.add(requirements)
     return result
+
+
+def snapshot_default_selector(pod: Pod, snapshot: Snapshot) -> LabelSelector:
+    """default_selector, made once for the batch per namespace and label set (the replicas of one
+    controller share it), and again whenever the objects that select pods differ."""
+    objects = snapshot.objects
+    sources = (objects.services, objects.replication_controllers, objects.replica_sets, objects.stateful_sets)
+    key = ("default selector", pod.namespace, frozenset(pod.labels.items()))
+    found = snapshot.node_memo.get(key)
+    if found is None or any(a is not b for a, b in zip(found[0], sources, strict=True)):
+        found = snapshot.node_memo[key] = (sources, default_selector(pod, objects))
+    selector: LabelSelector = found[1]
+    return selector
 
 
 def default_normalize(scores: list[int], max_priority: int, reverse: bool) -> None:

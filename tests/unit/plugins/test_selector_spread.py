@@ -3,11 +3,13 @@ expected scores, plus namespace, terminating pod and invalid selector cases."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
 
 from kubesched.model.nodeinfo import ClusterObjects
+from kubesched.plugins.helper import snapshot_default_selector
 from kubesched.plugins.selector_spread.scoring import SelectorSpreadPriority, default_selector
 from kubesched_dev.fixtures import model_node, model_pod, node_info, run_priority, snapshot
 
@@ -277,6 +279,18 @@ def test_default_selector_merges_service_and_controller_selectors() -> None:
     ]
     assert selector.matches({"app": "web", "tier": "front", "track": "stable", "x": "y"})
     assert not selector.matches({"app": "web", "tier": "front", "track": "canary"})
+
+
+def test_the_default_selector_remembered_for_a_batch_follows_a_change_of_services() -> None:
+    """helper.DefaultSelector is made once per label set for a snapshot chain, and made again when
+    the chain's objects change (a volume reservation replaces them halfway through a batch)."""
+    pod = model_pod("p", labels={"app": "web", "tier": "front"})
+    first = snapshot(objects=objects(services=[service({"app": "web"})]))
+    assert snapshot_default_selector(pod, first).matches({"app": "web", "tier": "back"})
+    second = dataclasses.replace(first, objects=objects(services=[service({"tier": "front"})]))
+    assert second.node_memo is first.node_memo
+    assert not snapshot_default_selector(pod, second).matches({"app": "web", "tier": "back"})
+    assert snapshot_default_selector(pod, second).matches({"tier": "front"})
 
 
 def test_zone_key_prefers_the_beta_labels_as_1_20_does() -> None:

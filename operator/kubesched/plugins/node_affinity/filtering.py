@@ -62,7 +62,7 @@ class MatchNodeSelector(Predicate):
     unresolvable_reasons = frozenset({ERR_REASON_NODE_AFFINITY})
 
     def prefilter(self, pod: Pod, snapshot: Snapshot) -> Any:
-        return node_affinity_state(pod) or SKIP
+        return snapshot.parsed(pod, node_affinity_state) or SKIP
 
     def filter(self, pod: Pod, state: Any, node: NodeInfo) -> Sequence[str]:
         return FITS if state.matches(node.node.labels, node.name) else (ERR_REASON_NODE_AFFINITY,)

@@ -29,13 +29,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from kubesched.model.nodeinfo import ClusterObjects, NodeInfo, Snapshot
+import numpy as np
+import numpy.typing as npt
+
+from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
 from kubesched.model.selectors import LabelSelector, SelectorError
+from kubesched.model.table import BoolArray, IntArray, NodeTable
 from kubesched.plugins.arguments import ArgumentError
 from kubesched.plugins.framework import FITS, SKIP, PluginSettings, Predicate, Reject
-from kubesched.plugins.helper import default_selector
-from kubesched.plugins.node_affinity.filtering import NodeAffinityState, node_affinity_state
+from kubesched.plugins.helper import snapshot_default_selector
+from kubesched.plugins.node_affinity.filtering import NodeAffinityState, affinity_mask, node_affinity_state
 from kubesched.plugins.taint_toleration.filtering import first_untolerated_of
 
 ERR_REASON_CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread constraints"
@@ -215,7 +219,7 @@ def parse_default_constraints(raw: Any) -> tuple[SpreadConstraint, ...]:
 
 
 def constraints_for(
-    pod: Pod, action: str, defaults: Sequence[SpreadConstraint], objects: ClusterObjects
+    pod: Pod, action: str, defaults: Sequence[SpreadConstraint], snapshot: Snapshot
 ) -> tuple[SpreadConstraint, ...]:
     """The pod's own constraints of `action`, or, when it has none at all, the defaults of that
     action with the selector of its Services and controllers (buildDefaultConstraints)."""
@@ -224,7 +228,7 @@ def constraints_for(
     wanted = [c for c in defaults if c.when_unsatisfiable == action]
     if not wanted:
         return ()
-    selector = default_selector(pod, objects)
+    selector = snapshot_default_selector(pod, snapshot)
     if selector.empty:
         return ()
     return tuple(replace(c, selector=selector) for c in wanted)
@@ -340,6 +344,36 @@ def current_minimum(
     return minimum
 
 
+class SpreadFilterState:
+    """PreFilter's state: the pod's DoNotSchedule constraints, counted on first use by the per-node
+    Filter, walking every node (the reference); the vectorised `filter_nodes` counts over arrays."""
+
+    __slots__ = ("_counted", "constraints", "current", "pod", "snapshot")
+
+    def __init__(
+        self, pod: Pod, constraints: tuple[SpreadConstraint, ...], current: bool, snapshot: Snapshot
+    ) -> None:
+        self.pod = pod
+        self.constraints = constraints
+        self.current = current  # spread by 1.32's rules
+        self.snapshot = snapshot
+        self._counted: SpreadState | None = None
+
+    def counted(self) -> SpreadState:
+        if self._counted is None:
+            pod, constraints = self.pod, self.constraints
+            if self.current:
+                counts = current_spread_counts(pod, constraints, self.snapshot)
+                self._counted = SpreadState(constraints, counts, current_minimum(constraints, counts))
+            else:
+                counts = spread_counts(pod, constraints, self.snapshot)
+                minimum: dict[str, int] = {c.topology_key: _MAX_INT32 for c in constraints}
+                for (key, _), count in counts.items():
+                    minimum[key] = min(minimum[key], count)
+                self._counted = SpreadState(constraints, counts, minimum)
+        return self._counted
+
+
 class EvenPodsSpread(Predicate):
     name = "EvenPodsSpread"
     unresolvable_reasons = frozenset({ERR_REASON_NODE_LABEL_NOT_MATCH})
@@ -358,31 +392,70 @@ class EvenPodsSpread(Predicate):
         if not pod.spec.get("topologySpreadConstraints") and not self.default_constraints:
             return SKIP
         try:
-            constraints = constraints_for(pod, DO_NOT_SCHEDULE, self.default_constraints, snapshot.objects)
+            constraints = constraints_for(pod, DO_NOT_SCHEDULE, self.default_constraints, snapshot)
         except SelectorError as exc:
             return Reject((f"obtaining pod's hard topology spread constraints: {exc}",))
         if not constraints:
             return SKIP
-        if follows_current_rules(pod, self.default_constraints):
-            counts = current_spread_counts(pod, constraints, snapshot)
-            return SpreadState(constraints, counts, current_minimum(constraints, counts))
-        counts = spread_counts(pod, constraints, snapshot)
-        minimum: dict[str, int] = {c.topology_key: _MAX_INT32 for c in constraints}
-        for (key, _), count in counts.items():
-            minimum[key] = min(minimum[key], count)
-        return SpreadState(constraints, counts, minimum)
+        return SpreadFilterState(
+            pod, constraints, follows_current_rules(pod, self.default_constraints), snapshot
+        )
 
     def filter(self, pod: Pod, state: Any, node: NodeInfo) -> Sequence[str]:
+        counted = state.counted()
         labels = node.node.labels
-        for c in state.constraints:
+        for c in counted.constraints:
             value = labels.get(c.topology_key)
             if value is None:
                 return (ERR_REASON_NODE_LABEL_NOT_MATCH,)
-            minimum = state.minimum.get(c.topology_key)
+            minimum = counted.minimum.get(c.topology_key)
             if minimum is None:
                 continue
             self_match = 1 if c.selector.matches(pod.labels) else 0
-            skew = state.counts.get((c.topology_key, value), 0) + self_match - minimum
+            skew = counted.counts.get((c.topology_key, value), 0) + self_match - minimum
             if skew > c.max_skew:
                 return (ERR_REASON_CONSTRAINTS_NOT_MATCH,)
         return FITS
+
+    def filter_nodes(self, pod: Pod, state: Any, table: NodeTable) -> BoolArray | None:
+        """`filter` over arrays, for a pod spread by 1.20's rules (1.32's inclusion policies: per node)."""
+        if state.current:
+            return None
+        constraints: tuple[SpreadConstraint, ...] = state.constraints
+        columns = table.columns
+        eligible: BoolArray = np.ones(table.count, dtype=np.bool_)
+        affinity = state.snapshot.parsed(pod, node_affinity_state)
+        if affinity is not None:
+            matching_nodes = affinity_mask(affinity, table)
+            if matching_nodes is None:
+                return None  # matchFields: per node
+            eligible = matching_nodes
+        for c in constraints:
+            eligible = eligible & columns.has_label(c.topology_key)
+        # Per key: the count of each eligible domain (0 elsewhere, and at the trailing code -1) and
+        # the smallest of them.
+        domains: dict[str, tuple[npt.NDArray[np.int32], IntArray, int]] = {}
+        for key in dict.fromkeys(c.topology_key for c in constraints):
+            codes, values = columns.label_codes(key)
+            is_domain = np.zeros(len(values) + 1, dtype=np.bool_)
+            is_domain[codes[eligible]] = True
+            # A node without the key counts toward the domain "" (Go's zero value), when there is one.
+            counted_codes = codes
+            if "" in values:
+                counted_codes = np.where(codes < 0, values.index(""), codes).astype(np.int32)
+            present = counted_codes >= 0
+            totals = np.zeros(len(values) + 1, dtype=np.int64)
+            for c in constraints:
+                if c.topology_key == key:
+                    pods = table.usage.selected(pod.namespace, c.selector)
+                    sums = np.bincount(counted_codes[present], weights=pods[present], minlength=len(values))
+                    totals[: len(values)] += sums.astype(np.int64)
+            totals[~is_domain] = 0
+            minimum = int(totals[is_domain].min()) if is_domain.any() else _MAX_INT32
+            domains[key] = (codes, totals, minimum)
+        fails: BoolArray = np.zeros(table.count, dtype=np.bool_)
+        for c in constraints:
+            codes, totals, minimum = domains[c.topology_key]
+            self_match = 1 if c.selector.matches(pod.labels) else 0
+            fails |= (codes < 0) | (totals[codes] + (self_match - minimum) > c.max_skew)
+        return fails

@@ -102,7 +102,7 @@ class PodTopologySpreadPriority(Priority):
 
     def prescore(self, pod: Pod, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> Any:
         try:
-            constraints = constraints_for(pod, SCHEDULE_ANYWAY, self._defaults(), snapshot.objects)
+            constraints = constraints_for(pod, SCHEDULE_ANYWAY, self._defaults(), snapshot)
         except SelectorError:
             return None  # the API server validates constraints; a broken one spreads nothing
         if not constraints or not nodes or not snapshot.nodes:
@@ -194,13 +194,13 @@ class PodTopologySpreadPriority(Priority):
         if follows_current_rules(pod, self.default_constraints):
             return None  # per-constraint inclusion policies: per node
         try:
-            constraints = constraints_for(pod, SCHEDULE_ANYWAY, self._defaults(), snapshot.objects)
+            constraints = constraints_for(pod, SCHEDULE_ANYWAY, self._defaults(), snapshot)
         except SelectorError:
             constraints = ()
         if not constraints or not nodes or not snapshot.nodes:
             return np.full(len(rows), MAX_NODE_SCORE, dtype=np.int64)
         columns, usage = table.columns, table.usage
-        affinity = node_affinity_state(pod)
+        affinity = snapshot.parsed(pod, node_affinity_state)
         eligible: BoolArray = np.ones(table.count, dtype=np.bool_)
         if affinity is not None:
             matching_nodes = affinity_mask(affinity, table)
@@ -212,15 +212,22 @@ class PodTopologySpreadPriority(Priority):
             has_all = has_all & columns.has_label(c.topology_key)
         eligible = eligible & has_all
         scored = has_all[rows]  # the others are ignored
+        # Per key other than the hostname, each domain's count: prescore's map has one entry per
+        # (key, value), which every constraint with that key adds its matching pods to.
+        by_domain: dict[str, IntArray] = {}
+        for c in constraints:
+            if c.topology_key != HOSTNAME_LABEL:
+                codes, values = columns.label_codes(c.topology_key)
+                matching = usage.selected(pod.namespace, c.selector)[eligible]
+                found = np.bincount(codes[eligible], weights=matching, minlength=max(len(values), 1))
+                previous = by_domain.get(c.topology_key)
+                by_domain[c.topology_key] = found.astype(np.int64) + (0 if previous is None else previous)
         total = np.zeros(len(rows), dtype=np.float64)
         keys_seen: set[str] = set()
         for c in constraints:
-            matching = usage.matching(
-                pod.namespace, c.selector.matches, ("spread", c.selector, pod.namespace)
-            )
             if c.topology_key == HOSTNAME_LABEL:
                 size = int(scored.sum())
-                counts = matching[rows]
+                counts = usage.selected(pod.namespace, c.selector)[rows]
                 present = columns.has_label(c.topology_key)[rows]
             else:
                 codes, values = columns.label_codes(c.topology_key)
@@ -228,11 +235,10 @@ class PodTopologySpreadPriority(Priority):
                 # A domain counts once, for the first constraint with its key (as prescore's map does).
                 first = c.topology_key not in keys_seen
                 keys_seen.add(c.topology_key)
-                size = len(np.unique(row_codes[scored])) if first else 0
-                domains = max(len(values), 1)
-                by_domain = np.bincount(codes[eligible], weights=matching[eligible], minlength=domains)
+                domains = np.bincount(row_codes[scored], minlength=len(values))
+                size = int(np.count_nonzero(domains)) if first else 0
                 present = row_codes >= 0
-                counts = by_domain.astype(np.int64)[np.where(present, row_codes, 0)]
+                counts = by_domain[c.topology_key][np.where(present, row_codes, 0)]
             weight = topology_normalizing_weight(size)
             term = counts.astype(np.float64) * weight + float(c.max_skew - 1)
             total = total + np.where(present, term, 0.0)

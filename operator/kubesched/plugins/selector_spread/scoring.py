@@ -16,11 +16,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
 from kubesched.model.selectors import LabelSelector
+from kubesched.model.table import IntArray, NodeTable
 from kubesched.plugins.framework import MAX_NODE_SCORE, PluginSettings, Priority
-from kubesched.plugins.helper import default_selector
+from kubesched.plugins.helper import default_selector, snapshot_default_selector
 from kubesched.plugins.pod_topology_spread.scoring import spread_priority
 
 ZONE_WEIGHTING = 2.0 / 3.0
@@ -52,7 +55,7 @@ class SelectorSpreadPriority(Priority):
     def prescore(self, pod: Pod, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> Any:
         if pod.spec.get("topologySpreadConstraints"):
             return None
-        return default_selector(pod, snapshot.objects)
+        return snapshot_default_selector(pod, snapshot)
 
     def score(self, pod: Pod, state: Any, node: NodeInfo) -> int:
         if state is None:
@@ -87,6 +90,38 @@ class SelectorSpreadPriority(Priority):
                     zone_score = max_score * (float(max_by_zone - counts_by_zone[zone]) / float(max_by_zone))
                 f_score = (f_score * (1.0 - ZONE_WEIGHTING)) + (ZONE_WEIGHTING * zone_score)
             scores[i] = int(f_score)
+
+    def score_nodes(
+        self, pod: Pod, snapshot: Snapshot, table: NodeTable, rows: IntArray, nodes: Sequence[NodeInfo]
+    ) -> IntArray | None:
+        """score and normalize over arrays, in the same float64 operations; the matching pods
+        counted once per distinct label set (NodeUsage.selected)."""
+        selector = self.prescore(pod, snapshot, nodes)
+        if selector is None:
+            return np.zeros(len(rows), dtype=np.int64)
+        if selector.empty:
+            return np.full(len(rows), MAX_NODE_SCORE, dtype=np.int64)
+        counts = table.usage.selected(pod.namespace, selector)[rows]
+        if not counts.any():
+            return np.full(len(rows), MAX_NODE_SCORE, dtype=np.int64)
+        max_score = float(MAX_NODE_SCORE)
+        max_by_node = float(counts.max())
+        f_score = max_score * ((max_by_node - counts) / max_by_node)
+        codes, keys = table.columns.zone_codes()
+        zones = codes[rows]
+        zoned = zones >= 0
+        if zoned.any():
+            by_zone = np.bincount(zones[zoned], weights=counts[zoned], minlength=len(keys))
+            max_by_zone = float(by_zone[np.unique(zones[zoned])].max())
+            zone_score = (
+                max_score * ((max_by_zone - by_zone[zones]) / max_by_zone)
+                if max_by_zone > 0
+                else np.full(len(rows), max_score)
+            )
+            blended = (f_score * (1.0 - ZONE_WEIGHTING)) + (ZONE_WEIGHTING * zone_score)
+            f_score = np.where(zoned, blended, f_score)
+        scores: IntArray = f_score.astype(np.int64)
+        return scores
 
 
 __all__ = ["SelectorSpreadPriority", "count_matching_pods", "default_selector"]
