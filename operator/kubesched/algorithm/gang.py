@@ -98,16 +98,8 @@ def free_resources(snapshot: Snapshot) -> Resource:
     for info in snapshot.nodes:
         if info.node.unschedulable:
             continue
-        left = info.node.allocatable - info.requested
-        # Clamped one by one: Resource.max(ZERO) keeps an extended resource ZERO does not name, so a
-        # node still running pods of a device it no longer reports would take from the others.
-        free += Resource(
-            milli_cpu=max(left.milli_cpu, 0),
-            memory=max(left.memory, 0),
-            ephemeral_storage=max(left.ephemeral_storage, 0),
-            allowed_pods=max(left.allowed_pods - len(info.pods), 0),
-            scalar={name: max(amount, 0) for name, amount in left.scalar.items()},
-        )
+        # Clamped: a node still running pods of a device it no longer reports takes nothing from the others.
+        free += (info.node.allocatable - info.requested - Resource(allowed_pods=len(info.pods))).max(ZERO)
     return free
 
 

@@ -67,10 +67,14 @@ ZERO = Resource()
 
 
 def _merge(a: Mapping[str, int], b: Mapping[str, int], op: Any) -> Mapping[str, int]:
+    if op is max:  # a resource one side does not name counts as 0 there, on either side
+        if not a and not b:
+            return a
+        return {key: max(a.get(key, 0), b.get(key, 0)) for key in a.keys() | b.keys()}
     if not b:
         return a
     if not a:
-        return dict(b) if op is not max else {k: max(0, v) for k, v in b.items()}
+        return dict(b)
     out = dict(a)
     for key, amount in b.items():
         out[key] = op(out.get(key, 0), amount)
