@@ -9,9 +9,12 @@ import asyncio
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+import pytest
 import pytest_asyncio
 from kubernetes_asyncio.client import ApiClient
 
+from kubesched.kube import informer as informer_module
+from kubesched.kube import listing
 from kubesched.kube.client import request
 from kubesched.kube.informer import Informer
 from kubesched.kube.listing import Listing
@@ -78,3 +81,32 @@ async def test_a_failing_watch_is_retried_with_backoff_not_given_up(
     await wait_for(lambda: informer.failures >= 3, message="three failed attempts")
     assert not task.done()
     task.cancel()
+
+
+async def test_a_listing_from_the_watch_cache_fetches_on_but_feeds_only_after_what_it_waits_for(
+    api: ApiClient, namespace: str, seen_informer: tuple[Seen, Informer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The start-up (app/startup.py) lists pods while nodes are fed, and feeds the pods after them.
+    seen, informer = seen_informer
+    await create_pods(api, [make_pod(f"p{index}", namespace, scheduler_name="nobody") for index in range(3)])
+    fetched = asyncio.Event()
+
+    async def pages(*args: Any, **kwargs: Any) -> AsyncIterator[tuple[list[dict[str, Any]], str]]:
+        async for page in listing.list_pages(*args, **kwargs):
+            yield page
+        fetched.set()
+
+    monkeypatch.setattr(informer_module, "list_pages", pages)
+    gate: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    listed = asyncio.create_task(informer.list(after=gate, from_cache=True))
+    await asyncio.wait_for(fetched.wait(), 30)
+    assert seen.last == {} and not listed.done(), "fed before the gate opened"
+    gate.set_result(None)
+    # Served by the watch cache, which may be a moment behind the pods just created: this listing
+    # may miss some, and the watch started from its resourceVersion delivers them.
+    assert await listed == len(seen.last) and set(seen.last) <= {"p0", "p1", "p2"}
+    task = await _run(informer)
+    try:
+        await wait_for(lambda: set(seen.last) == {"p0", "p1", "p2"}, message="every pod, listed or watched")
+    finally:
+        task.cancel()

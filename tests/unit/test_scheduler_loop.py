@@ -14,7 +14,7 @@ from kubesched.model.objects import Pod
 from kubesched.policy.compile import default_algorithm
 from kubesched.runtime import scheduler as scheduler_module
 from kubesched.runtime.queue import QueueSettings, SchedulingQueue
-from kubesched.runtime.scheduler import APPLY_SLICE, Scheduler, SchedulerSettings
+from kubesched.runtime.scheduler import APPLY_SLICE, FIRST_BATCH, Scheduler, SchedulerSettings
 from kubesched_dev.fixtures import make_node, make_pod, wait_for
 
 NAME = "ks"
@@ -85,7 +85,45 @@ async def test_a_batch_starts_its_binds_a_slice_per_loop_turn() -> None:
 async def test_unsliced_a_batch_starts_every_bind_in_one_turn(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # The measurement above can tell: with slicing turned off, one turn starts the whole batch.
+    # The measurement above can tell: with slicing turned off, one turn starts the whole batch
+    # (the first batch as large as the others, not ramped up).
     monkeypatch.setattr(scheduler_module, "APPLY_SLICE", 10_000)
+    monkeypatch.setattr(scheduler_module, "FIRST_BATCH", 10_000)
     per_turn = await binds_per_turn(batch_size=4 * APPLY_SLICE, pods=4 * APPLY_SLICE)
     assert max(per_turn.values()) == 4 * APPLY_SLICE
+
+
+class SizeRecordingQueue(SchedulingQueue):
+    """Records the size of every batch it hands out."""
+
+    sizes: list[int]
+
+    async def pop_batch(self, limit: int) -> list[Any]:
+        batch = await super().pop_batch(limit)
+        if batch:
+            self.sizes.append(len(batch))
+        return batch
+
+
+async def test_a_term_opens_with_small_batches_that_double_up_to_the_batch_size() -> None:
+    # The first binds leave after FIRST_BATCH decisions, not a whole batch's.
+    queue = SizeRecordingQueue(QueueSettings(0.01, 0.02, 60.0))
+    queue.sizes = []
+    scheduler = Scheduler(
+        SchedulerSettings(NAME, seed=1, batch_size=32),
+        default_algorithm(),
+        cast(Binder, TurnRecordingBinder(Turns())),
+        cast(Recorder, SilentRecorder()),
+        queue=queue,
+    )
+    scheduler.on_node("ADDED", make_node("n1", cpu="64", pods="200"))
+    for index in range(100):
+        scheduler.on_pod("ADDED", make_pod(f"p{index}", scheduler_name=NAME, cpu="10m"))
+    loop = asyncio.create_task(scheduler.run())
+    try:
+        await wait_for(lambda: sum(queue.sizes) == 100, timeout=5)
+    finally:
+        scheduler.queue.close()
+        await asyncio.wait_for(loop, 5)
+    assert FIRST_BATCH == 4
+    assert queue.sizes == [4, 8, 16, 32, 32, 8], queue.sizes

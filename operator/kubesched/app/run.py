@@ -94,7 +94,10 @@ async def run_scheduler(settings: RunSettings) -> None:
             shadows=shadows,
         )
         metrics.POLICY_ACCEPTED.track(policies.store.acceptance)
-        watched_policies = policies if await policies.load(api) else None
+        # Only what the server serves, for our listing and Kopf's watches alike: Kopf warns about
+        # every resource it cannot find. Asked while the policies are listed.
+        loaded, kinds = await asyncio.gather(policies.load(api), served_kinds(api))
+        watched_policies = policies if loaded else None
         reporter = ShadowReporter(
             shadows, policies.store, policies.writer, interval=settings.observability.shadow_status_interval
         )
@@ -114,9 +117,6 @@ async def run_scheduler(settings: RunSettings) -> None:
             relisted=lambda listing: scheduler.reconcile(None, listing),
             query=PODS.query,
         )
-        # Only what the server serves, for our listing and Kopf's watches alike: Kopf warns about
-        # every resource it cannot find.
-        kinds = await served_kinds(api)
         informers = [nodes, pods]
         if POD_GROUPS in kinds:  # PodGroups have a watch of their own too (model/kinds.py)
             kinds = tuple(kind for kind in kinds if kind is not POD_GROUPS)
@@ -127,7 +127,7 @@ async def run_scheduler(settings: RunSettings) -> None:
                 relisted=scheduler.reconcile_pod_groups,
                 key=namespaced_name_of,
             )
-            await groups.list()
+            await groups.list()  # before the pods: a member never finds its group missing
             informers.append(groups)
         await initial_sync(api, scheduler, nodes, pods, kinds)
         watches = [asyncio.create_task(w.run(), name=f"watch {w.path}") for w in informers]

@@ -29,6 +29,7 @@ from kubesched.kube.listing import SLICE, Listing, feed_page, list_pages, uid_of
 log = structlog.get_logger(__name__)
 
 Handler = Callable[[str | None, Mapping[str, Any]], None]
+Pages = list[list[dict[str, Any]]]  # named here: inside Informer, `list` is its method
 
 
 class Expired(Exception):
@@ -61,20 +62,36 @@ class Informer:
         self.relists = 0
         self.failures = 0
 
-    async def list(self) -> int:
-        """Feed every object, a page at a time; the watch starts from this listing. Returns how many."""
+    async def list(self, after: asyncio.Future[Any] | None = None, *, from_cache: bool = False) -> int:
+        """Feed every object, a page at a time; the watch starts from this listing. Returns how many.
+
+        `after`: feed nothing before it is done, while fetching on (the start-up lists pods while
+        nodes are fed, and feeds them after: a bound pod then lands on a known node).
+        `from_cache`: from the watch cache (listing.list_pages): the start-up's listing, never a
+        re-listing after a 410, which must not go back in time."""
         count = 0
         keys: set[str] = set()
         version = ""
-        async for page, page_version in list_pages(self.api, self.path, **self.query):
+        held: Pages = []
+        async for page, page_version in list_pages(self.api, self.path, from_cache=from_cache, **self.query):
             version = version or page_version
             keys.update(map(self.key, page))
-            await feed_page(page, lambda obj: self._feed(None, obj))
             count += len(page)
+            held.append(page)
+            if after is None or after.done():
+                await self._feed_pages(held)
+        if after is not None:
+            await after
+        await self._feed_pages(held)
         self.resource_version = version
         if self.relists and self.relisted is not None:
             self.relisted(Listing.of(keys, version))
         return count
+
+    async def _feed_pages(self, pages: Pages) -> None:
+        """Feed and forget `pages`, oldest first."""
+        while pages:
+            await feed_page(pages.pop(0), lambda obj: self._feed(None, obj))
 
     async def run(self) -> None:
         """Watch until cancelled: resume after disconnects, list again after a 410, back off on errors."""

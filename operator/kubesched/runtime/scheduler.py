@@ -59,6 +59,7 @@ from kubesched.telemetry import metrics
 log = structlog.get_logger(__name__)
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
+FIRST_BATCH = 4  # pods in a term's first batch (then twice as many each time, up to batch_size)
 APPLY_SLICE = 8  # decisions applied (assumed, binds started) per turn of the loop
 GROUP_STATUS_INTERVAL = 0.5  # seconds between two looks at the PodGroups whose status changed
 GROUP_COUNTS_INTERVAL = 5.0  # a status whose phase and reason stand is rewritten at most this often
@@ -335,8 +336,12 @@ class Scheduler:
 
     async def _schedule(self) -> None:
         loop = asyncio.get_running_loop()
+        # A term's first batches are small and double up to the batch size: the first binds leave
+        # after a few pods' decisions rather than a whole batch's (a term opens on a full queue).
+        limit = FIRST_BATCH
         while True:
-            batch = await self.queue.pop_batch(self.settings.batch_size)
+            batch = await self.queue.pop_batch(min(limit, self.settings.batch_size))
+            limit = min(2 * limit, self.settings.batch_size)
             if not batch:
                 break
             started = time.perf_counter()
