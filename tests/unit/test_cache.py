@@ -111,3 +111,19 @@ def test_objects_are_frozen_per_snapshot() -> None:
     cache.set_object("Service", "ns/web", None)
     assert "ns/web" in snap.objects.services
     assert "ns/web" not in cache.snapshot().objects.services
+
+
+def test_a_snapshot_keeps_its_node_index_while_the_cache_adds_and_removes_nodes() -> None:
+    # The cache fills its index in place until a snapshot holds it, then copies before changing it.
+    cache = SchedulerCache()
+    for name in ("a", "b"):
+        cache.set_node(node(name))
+    first = cache.snapshot()
+    cache.set_node(node("c"))
+    second = cache.snapshot()
+    cache.remove_node("a")
+    cache.set_node(node("d"))
+    assert dict(first.index) == {"a": 0, "b": 1}
+    assert dict(second.index) == {"a": 0, "b": 1, "c": 2}
+    assert dict(cache.snapshot().index) == {"b": 0, "c": 1, "d": 2}
+    assert [info.name for info in first.nodes] == ["a", "b"]

@@ -89,7 +89,9 @@ def resource_from_list(resources: Mapping[str, Any] | None) -> Resource:
     scalar: dict[str, int] = {}
     for name, raw in resources.items():
         quantity = parse_quantity(raw)
-        if quantity < 0:  # the API server refuses these; one that slipped by must not free capacity
+        # The API server refuses these; one that slipped by must not free capacity. (A Fraction's sign
+        # is its numerator's: comparing it with 0 goes through the numbers ABCs, 6x slower.)
+        if quantity.numerator < 0:
             raise QuantityError(f"{name} must not be negative, got {raw!r}")
         if name == CPU:
             milli_cpu = milli_value(quantity)
