@@ -199,7 +199,8 @@ def make_class_pods(
 
 
 def make_class_services(name: str, pods: list[dict[str, Any]], namespace: str) -> list[dict[str, Any]]:
-    """A Service per app (the mix: the batch runs' two Services)."""
+    """A Service per app (the mix: the batch runs' two Services). Headless: 500 apps would exhaust the
+    control plane's /24 of service IPs, and spreading reads only a Service's selector."""
     if name == MIX:
         return workload.make_services(namespace)
     apps = dict.fromkeys(p["metadata"]["labels"]["app"] for p in pods)
@@ -208,7 +209,11 @@ def make_class_services(name: str, pods: list[dict[str, Any]], namespace: str) -
             "apiVersion": "v1",
             "kind": "Service",
             "metadata": {"name": f"svc-{app}", "namespace": namespace},
-            "spec": {"selector": {"app": app}, "ports": [{"port": 80, "protocol": "TCP"}]},
+            "spec": {
+                "clusterIP": "None",
+                "selector": {"app": app},
+                "ports": [{"port": 80, "protocol": "TCP"}],
+            },
         }
         for app in apps
     ]

@@ -98,6 +98,8 @@ def test_every_class_is_apps_of_twenty_pods_drawn_from_the_seed(name: str) -> No
     assert all(not p["spec"].get("nodeSelector") for p in pods)
     services = classes.make_class_services(name, pods, "bench")
     assert [s["spec"]["selector"] for s in services] == [{"app": a} for a in apps]
+    # Headless: 10,000 pods make 500 apps, more than the control plane's /24 of service IPs.
+    assert all(s["spec"]["clusterIP"] == "None" for s in services)
 
 
 def test_required_anti_affinity_keeps_an_apps_pods_on_distinct_hosts() -> None:
