@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import threading
+
 import pytest
 from kubernetes_asyncio.client import ApiClient
 
-from kubesched.kube import listing
+from kubesched.kube import client, listing
 from kubesched_dev.fixtures import create_nodes, make_node
 
 
@@ -21,3 +24,26 @@ async def test_listings_are_fed_a_page_at_a_time_and_miss_nothing(
     assert sorted(names) == [f"page-{i}" for i in range(5)]
     items, version = await listing.list_versioned(api, "/api/v1/nodes")
     assert [n["metadata"]["name"] for n in items] == names and version == pages[0][1]
+
+
+async def test_a_reply_over_the_big_body_size_is_decoded_off_the_loop_to_the_same_objects(
+    api: ApiClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A listing from the watch cache comes whole (Kubernetes 1.20 ignores its limit).
+    await create_nodes(api, [make_node(f"whole-{i}") for i in range(3)])
+    on_loop, _ = await listing.list_versioned(api, "/api/v1/nodes")
+    off_loop: list[str] = []
+    loads = json.loads
+
+    def counting(text: str) -> object:
+        if threading.current_thread() is not threading.main_thread():
+            off_loop.append(text)
+        return loads(text)
+
+    monkeypatch.setattr(client, "BIG_BODY", 0)
+    monkeypatch.setattr(client.json, "loads", counting)
+    pages = [page async for page, _ in listing.list_pages(api, "/api/v1/nodes", from_cache=True)]
+    assert len(pages) == 1 and any("whole-0" in text for text in off_loop), "one piece, decoded off the loop"
+    assert sorted(n["metadata"]["name"] for n in pages[0]) == sorted(n["metadata"]["name"] for n in on_loop)
+    status, body = await client.request(api, "GET", "/api/v1/nodes/no-such-node")
+    assert status == 404 and "not found" in body
