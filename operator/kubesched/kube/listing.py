@@ -77,10 +77,11 @@ async def list_pages(
         meta = body.get("metadata") or {}
         items = body.get("items") or []
         if from_cache:
-            # The watch cache lists in no particular order; etcd in key order. The cache's node
-            # order decides ties and the search's rotation, so that `simulate` on a saved snapshot
-            # and a restarted scheduler place pods alike, it is etcd's.
-            items.sort(key=_etcd_key)
+            # The watch cache lists in no particular order; etcd in key order (`.../ns/name`, byte
+            # by byte, as namespaced_name_of spells it). The cache's node order decides ties and the
+            # search's rotation, so that `simulate` on a saved snapshot and a restarted scheduler
+            # place pods alike, it is etcd's.
+            items.sort(key=namespaced_name_of)
         yield items, str(meta.get("resourceVersion") or "")
         token = meta.get("continue") or ""
         if not token:
@@ -93,11 +94,6 @@ async def feed_page(page: list[dict[str, Any]], handle: Callable[[dict[str, Any]
         for obj in page[start : start + SLICE]:
             handle(obj)
         await asyncio.sleep(0)
-
-
-def _etcd_key(obj: Mapping[str, Any]) -> tuple[str, str]:
-    meta = obj.get("metadata") or {}
-    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
 
 
 @dataclass(frozen=True, slots=True)
