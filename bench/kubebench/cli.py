@@ -32,6 +32,7 @@ from kubebench.schedulers import (
     KubeschedFlags,
     SchedulerConfig,
     SetupError,
+    compile_bytecode,
     kube_scheduler_version,
 )
 from kubesched_dev.devcluster import LocalControlPlane
@@ -308,7 +309,10 @@ async def _main(args: argparse.Namespace) -> int:
     bin_path = args.kube_scheduler_bin or ensure_binaries() / "kube-scheduler"
     try:
         wants_kubesched = KUBESCHED in kinds or KUBESCHED_SAMPLED in kinds
-        flags = KubeschedFlags.detect(sys.executable) if wants_kubesched else KubeschedFlags()
+        flags = KubeschedFlags()
+        if wants_kubesched:
+            compile_bytecode(sys.executable)
+            flags = KubeschedFlags.detect(sys.executable)
         config = SchedulerConfig(
             args.kube_api_qps,
             args.kube_api_burst,

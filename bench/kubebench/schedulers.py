@@ -77,9 +77,7 @@ class KubeschedFlags:
 
     @classmethod
     def detect(cls, python: str) -> KubeschedFlags:
-        """Read `kubesched run --help`: flags are being added while this harness exists. Compiles
-        the package's bytecode first (see compile_bytecode)."""
-        compile_bytecode(python)
+        """Read `kubesched run --help`: flags are being added while this harness exists."""
         help_text = _help([python, "-m", "kubesched", "run", "--help"], "kubesched run --help")
         leader: list[str] = []
         if re.search(r"--leader-elect\s*/\s*--no-leader-elect", help_text):
