@@ -21,6 +21,8 @@ METRICS: tuple[tuple[str, str, str, bool], ...] = (
     ("first_bind_s", "1st bind s", "{:.1f}", False),
     ("loop_lag_max_ms", "max loop lag ms", "{:.0f}", False),
     ("loop_busy_max_ms", "of it own CPU ms", "{:.0f}", False),
+    ("recorder_loop_share_pct", "recorder % of loop", "{:.2f}", False),
+    ("recorder_thread_cpu_pct", "recorder thread CPU %", "{:.1f}", False),
 )
 # Pending-batch runs (batch, gang, classes): from the scheduler's start to its last bind. Columns only
 # in the blocks where some row has them, as the gang run's own figures below.

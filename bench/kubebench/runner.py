@@ -47,6 +47,8 @@ FIGURES = (
     "peak_rss_mib",
     "loop_lag_max_ms",
     "loop_busy_max_ms",
+    "recorder_loop_share_pct",
+    "recorder_thread_cpu_pct",
     "makespan_s",
     "makespan_pods_per_s",
     "group_done_p50_s",
@@ -242,8 +244,7 @@ async def run_once(ctx: Context, scenario: Scenario, kind: str, repeat: int, ind
             sampler.sample()
         busy = machine_busy_seconds() - busy0
         harness_cpu = self_cpu_seconds() - self0
-        for key, value in (await _loop_lag_max(process.argv)).items():
-            record[key] = round(value * 1000, 1)
+        record.update(await _scheduler_metrics(process.argv))
         record["exit_code"] = process.stop(ctx.limits.stop_grace)
         if pacer is not None and pacer.done() and not pacer.cancelled() and pacer.exception():
             status, detail = ERROR, f"creating pods failed: {pacer.exception()!r}"
@@ -557,11 +558,15 @@ LOOP_GAUGES = {
     "kubesched_event_loop_lag_max_seconds": "loop_lag_max_ms",
     "kubesched_event_loop_busy_max_seconds": "loop_busy_max_ms",
 }
+THREAD_CPU = "kubesched_thread_cpu_seconds"
+EVENT_HANDOFF = "kubesched_event_handoff_seconds"
 
 
-async def _loop_lag_max(argv: list[str]) -> dict[str, float]:
-    """kubesched's longest event loop lag of the run, and the longest its own CPU time could account
-    for, in seconds, from its /metrics (nothing for the others)."""
+async def _scheduler_metrics(argv: list[str]) -> dict[str, float]:
+    """kubesched's own figures from its /metrics at the end of a run (nothing for the others): the
+    longest event loop lag and the longest its own CPU time could account for, in ms; and the event
+    recorder's share of the event loop's CPU time (its hand-off, the only part that runs there) and
+    of all the threads' CPU time (its thread), in %."""
     if "--metrics-port" not in argv:
         return {}
     port = argv[argv.index("--metrics-port") + 1]
@@ -573,9 +578,28 @@ async def _loop_lag_max(argv: list[str]) -> dict[str, float]:
             text = await response.text()
     except (aiohttp.ClientError, TimeoutError):
         return {}
+    return scheduler_figures(text)
+
+
+def scheduler_figures(text: str) -> dict[str, float]:
+    """The figures `_scheduler_metrics` reports, from a Prometheus text exposition."""
     found: dict[str, float] = {}
+    threads: dict[str, float] = {}
+    handoff = 0.0
     for line in text.splitlines():
-        name, _, value = line.partition(" ")
-        if name in LOOP_GAUGES:
-            found[LOOP_GAUGES[name]] = float(value)
+        if line.startswith("#"):
+            continue
+        name, _, value = line.rpartition(" ")
+        family, _, labels = name.partition("{")
+        if family in LOOP_GAUGES:
+            found[LOOP_GAUGES[family]] = round(float(value) * 1000, 1)
+        elif family == THREAD_CPU:
+            threads[labels.split('"')[1]] = float(value)
+        elif family == EVENT_HANDOFF:
+            handoff += float(value)
+    loop_cpu, all_cpu = threads.get("event-loop", 0.0), sum(threads.values())
+    if loop_cpu > 0:
+        found["recorder_loop_share_pct"] = round(100 * handoff / loop_cpu, 3)
+    if all_cpu > 0:
+        found["recorder_thread_cpu_pct"] = round(100 * threads.get("event-recorder", 0.0) / all_cpu, 2)
     return found

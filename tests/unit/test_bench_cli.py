@@ -10,6 +10,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 from kubebench.cli import is_full_run, parse_args
+from kubebench.runner import scheduler_figures
 from kubebench.schedulers import ALL
 
 
@@ -30,3 +31,22 @@ def test_only_the_default_sizes_with_every_binder_and_three_repeats_replace_late
     argv: list[str], schedulers: list[str], repeats: int, full: bool
 ) -> None:
     assert is_full_run(parse_args(argv), schedulers, repeats) is full
+
+
+def test_the_recorder_figures_come_from_kubescheds_metrics() -> None:
+    exposition = "\n".join(
+        [
+            "# TYPE kubesched_event_loop_lag_max_seconds gauge",
+            "kubesched_event_loop_lag_max_seconds 0.0425",
+            'kubesched_thread_cpu_seconds{thread="event-loop"} 20.0',
+            'kubesched_thread_cpu_seconds{thread="algorithm"} 15.0',
+            'kubesched_thread_cpu_seconds{thread="event-recorder"} 5.0',
+            'kubesched_event_handoff_seconds{scheduler="bench-kubesched-001"} 0.05',
+        ]
+    )
+    assert scheduler_figures(exposition) == {
+        "loop_lag_max_ms": 42.5,
+        "recorder_loop_share_pct": 0.25,
+        "recorder_thread_cpu_pct": 12.5,
+    }
+    assert scheduler_figures("") == {}

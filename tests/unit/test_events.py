@@ -22,6 +22,7 @@ from kubesched.kube.events import (
     scheduled_message,
 )
 from kubesched.model.objects import Pod, pod_from_dict
+from kubesched.telemetry import metrics
 from kubesched_dev.fixtures import make_pod, wait_for
 
 
@@ -293,3 +294,42 @@ async def test_a_recorder_that_never_recorded_closes_at_once() -> None:
     events = Recorder(None, "kubesched", TokenBucket(0, 1))  # type: ignore[arg-type]
     await events.close(grace=0)
     assert events.backlog == 0 and events.dropped == 0
+
+
+async def test_the_hand_off_time_is_counted_and_exported_by_scheduler_name() -> None:
+    """The bench's figure for the recorder's share of the loop reads this (bench/kubebench/runner.py)."""
+    server = FakeServer()
+    events = recorder(server)
+    assert events.handoff_seconds == 0.0
+    events.event(pod("a"), NORMAL, SCHEDULED, "m")
+    events.unschedulable(pod("b"), "0/1 nodes are available")
+    first = events.handoff_seconds
+    assert first > 0.0
+    events.event(pod("c"), NORMAL, SCHEDULED, "m")
+    assert events.handoff_seconds > first
+    metrics.EVENT_HANDOFF.track(lambda: {events.component: events.handoff_seconds})
+    exported = REGISTRY.get_sample_value("kubesched_event_handoff_seconds", {"scheduler": "kubesched"})
+    assert exported == events.handoff_seconds
+    await wait_for(lambda: events.backlog == 0, timeout=5, interval=0.005)
+    await events.close()
+
+
+def test_thread_cpu_is_exported_by_role_with_the_main_thread_as_the_event_loop() -> None:
+    done = threading.Event()
+
+    def spin() -> None:
+        while not done.is_set():
+            sum(range(1000))
+
+    workers = [threading.Thread(target=spin, name=f"algorithm_{i}") for i in range(2)]
+    for worker in workers:
+        worker.start()
+    try:
+        roles = metrics.thread_cpu_seconds()
+    finally:
+        done.set()
+        for worker in workers:
+            worker.join()
+    assert {"event-loop", "algorithm"} <= set(roles), roles
+    assert all(seconds >= 0 for seconds in roles.values())
+    assert REGISTRY.get_sample_value("kubesched_thread_cpu_seconds", {"thread": "event-loop"}) is not None

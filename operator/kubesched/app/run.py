@@ -71,6 +71,7 @@ async def run_scheduler(settings: RunSettings) -> None:
         metrics.CLIENT_QPS_LIMIT.set(settings.connection.qps)
         metrics.CLIENT_BURST_LIMIT.set(settings.connection.burst)
         recorder = Recorder(api, settings.scheduling.scheduler_name, limiter)
+        metrics.EVENT_HANDOFF.track(lambda: {recorder.component: recorder.handoff_seconds})
         evictor = Evictor(api, limiter, recorder, may_act=elector.is_leader if elector else None)
         group_statuses = PodGroupStatusWriter(api)
         writing_statuses = asyncio.create_task(group_statuses.run(), name="podgroup-status-writer")

@@ -134,6 +134,7 @@ class Recorder:
         self._accepted = 0  # written by the caller's thread
         self._finished = 0  # written by the recorder thread
         self._dropped = 0
+        self._handoff_seconds = 0.0  # written by the caller's thread
         self._dropped_logged = 0
         self._next_drop_log = -math.inf
         # Pod uid -> the condition patch still queued for it: an identical one is not queued again.
@@ -189,7 +190,24 @@ class Recorder:
             with contextlib.suppress(Exception):
                 await asyncio.wrap_future(self._finished_thread)
 
+    @property
+    def component(self) -> str:
+        """The scheduler name events are reported from when the pod names none."""
+        return self._component
+
+    @property
+    def handoff_seconds(self) -> float:
+        """Time the caller's loop has spent in `event()`, `unschedulable()` and `gated()`."""
+        return self._handoff_seconds
+
     def _put(self, item: _Item) -> None:
+        started = time.perf_counter()
+        try:
+            self._hand_over(item)
+        finally:
+            self._handoff_seconds += time.perf_counter() - started
+
+    def _hand_over(self, item: _Item) -> None:
         if self._closed or self.backlog >= self._size:
             self._drop(item)
             return

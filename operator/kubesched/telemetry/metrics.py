@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 
 from prometheus_client import REGISTRY, Counter, Gauge, Histogram
@@ -140,3 +143,38 @@ POLICY_ACCEPTED = ScrapedGauge(
     "policy",
 )
 REGISTRY.register(POLICY_ACCEPTED)
+
+
+def thread_cpu_seconds() -> dict[str, float]:
+    """CPU seconds of the process's live threads, summed by role: the thread's name without its
+    number (`algorithm_0` -> `algorithm`), and `event-loop` for the main thread, which runs it."""
+    main = threading.main_thread()
+    totals: dict[str, float] = {}
+    for thread in threading.enumerate():
+        if thread.ident is None:
+            continue
+        try:
+            seconds = time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
+        except OSError:  # it ended since enumerate()
+            continue
+        role = "event-loop" if thread is main else _NUMBERED.sub("", thread.name) or thread.name
+        totals[role] = totals.get(role, 0.0) + seconds
+    return totals
+
+
+_NUMBERED = re.compile(r"[-_]\d+$")
+THREAD_CPU = ScrapedGauge(
+    "kubesched_thread_cpu_seconds",
+    "CPU time used so far by the process's live threads, by role: event-loop (the scheduling loop), "
+    "algorithm, event-recorder, leader-election, ... A thread that has ended is no longer counted.",
+    "thread",
+)
+THREAD_CPU.track(thread_cpu_seconds)
+REGISTRY.register(THREAD_CPU)
+EVENT_HANDOFF = ScrapedGauge(
+    "kubesched_event_handoff_seconds",
+    "Time the scheduling loop has spent handing events and PodScheduled conditions to the recorder's "
+    "thread, by scheduler name: the recorder's whole cost on the loop.",
+    "scheduler",
+)
+REGISTRY.register(EVENT_HANDOFF)
