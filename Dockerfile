@@ -5,10 +5,14 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY requirements/constraints.txt ./requirements/
 COPY operator ./operator
-# A virtualenv, copied whole into the runtime image: no pip, build files or caches there.
-# Every dependency at the lock's version, so that a rebuild of the same commit installs the same code.
+# A virtualenv, copied whole into the runtime image. Every dependency at the lock's version, so that
+# a rebuild of the same commit installs the same code: pip and the build backend too (the lock's, not
+# the base image's or the newest), with the package built without an isolated environment, which
+# would fetch its own unpinned setuptools.
 RUN python -m venv /opt/kubesched \
  && /opt/kubesched/bin/pip install --no-cache-dir --disable-pip-version-check \
+      -c requirements/constraints.txt pip setuptools wheel \
+ && /opt/kubesched/bin/pip install --no-cache-dir --disable-pip-version-check --no-build-isolation \
       -c requirements/constraints.txt .
 
 FROM python:3.11-slim-bookworm

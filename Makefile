@@ -20,7 +20,7 @@ all: test
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) not found"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -c $(CONSTRAINTS) pip
 	$(BIN)/pip install -q -c $(CONSTRAINTS) -e '.[dev]'
 	rm -f $(VENV)/.installed-*
 	touch $@
@@ -107,7 +107,7 @@ $(LOCK_VENV)/.uv-$(UV_VERSION):
 
 lock: $(LOCK_VENV)/.uv-$(UV_VERSION)
 	@mkdir -p $(dir $(CONSTRAINTS))
-	$(LOCK_VENV)/bin/uv pip compile -q pyproject.toml --all-extras --python-version 3.11 \
+	$(LOCK_VENV)/bin/uv pip compile -q pyproject.toml requirements/build.in --all-extras --python-version 3.11 \
 	  --python-platform x86_64-manylinux_2_28 --custom-compile-command 'make lock' $(LOCK_ARGS) -o $(CONSTRAINTS)
 
 # The image kubesched:VERSION (pyproject.toml's version), labelled with that version and the commit
