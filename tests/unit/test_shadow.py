@@ -28,7 +28,7 @@ from kubesched.policy.shadow_status import ShadowReporter
 from kubesched.policy.store import ACTIVE, PolicyStore
 from kubesched_dev.fixtures import make_node, make_pod
 
-from .test_policies import condition, policy
+from .test_policy_store import condition, policy
 
 OWN = "kubesched"
 T0 = "2024-01-01T00:00:00Z"
