@@ -39,6 +39,7 @@ from kubernetes_asyncio.client import (
 from kubesched.kube.client import request
 from kubesched.model.nodeinfo import ClusterObjects, NodeInfo, Snapshot
 from kubesched.model.objects import Node, Pod, node_from_dict, pod_from_dict
+from kubesched.model.resources import ZERO, Resource
 from kubesched.plugins.framework import SKIP, Predicate, Priority
 
 T = TypeVar("T")
@@ -306,6 +307,14 @@ def node_info(node: Node, pods: Iterable[Pod] = ()) -> NodeInfo:
 def snapshot(*infos: NodeInfo | Node, objects: ClusterObjects | None = None) -> Snapshot:
     """A snapshot of these nodes (bare ones run no pods) and cluster `objects`."""
     return Snapshot.of([i if isinstance(i, NodeInfo) else NodeInfo(i) for i in infos], objects)
+
+
+def sum_resources(items: Iterable[Resource]) -> Resource:
+    """The total of `items`: what a node's pods request together."""
+    total = ZERO
+    for item in items:
+        total = total + item
+    return total
 
 
 def run_filter(

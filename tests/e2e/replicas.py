@@ -30,8 +30,7 @@ from kubesched.kube.client import request
 from kubesched.kube.election import parse_micro_time
 from kubesched.model.kinds import NON_TERMINAL_PODS
 from kubesched.model.objects import node_from_dict, pod_from_dict
-from kubesched.model.resources import sum_resources
-from kubesched_dev.fixtures import create_nodes, make_node, make_pod, wait_for
+from kubesched_dev.fixtures import create_nodes, make_node, make_pod, sum_resources, wait_for
 
 from ..integration.kubesched_process import KubeschedProcess
 

@@ -23,7 +23,6 @@ from kubernetes_asyncio.client import ApiClient
 from kubesched.algorithm.preemption import MSG_TERMINATING
 from kubesched.kube.client import request
 from kubesched.model.objects import pod_from_dict
-from kubesched.model.resources import sum_resources
 from kubesched_dev import fixtures as testing
 from kubesched_dev.fixtures import (
     create_nodes,
@@ -31,6 +30,7 @@ from kubesched_dev.fixtures import (
     make_node,
     make_pod,
     priority_class_name,
+    sum_resources,
     wait_for,
 )
 

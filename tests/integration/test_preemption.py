@@ -20,7 +20,6 @@ from kubernetes_asyncio.client import ApiClient
 
 from kubesched.kube.client import request
 from kubesched.model.objects import node_from_dict, pod_from_dict
-from kubesched.model.resources import sum_resources
 from kubesched_dev.fixtures import (
     PRIORITY_CLASS_PREFIX,
     create_nodes,
@@ -29,6 +28,7 @@ from kubesched_dev.fixtures import (
     make_pod,
     post_object,
     priority_class_name,
+    sum_resources,
     wait_for,
 )
 

@@ -11,8 +11,7 @@ import pytest
 from kubernetes_asyncio.client import ApiClient, CoreV1Api
 
 from kubesched.model.objects import node_from_dict, pod_from_dict
-from kubesched.model.resources import sum_resources
-from kubesched_dev.fixtures import create_nodes, create_pods, make_node, make_pod, wait_for
+from kubesched_dev.fixtures import create_nodes, create_pods, make_node, make_pod, sum_resources, wait_for
 
 from .kubeapi import events_for, pods_by_name, wait_bound
 from .kubesched_process import KubeschedProcess

@@ -126,7 +126,16 @@ def schedule_batch(
                 return with_nominated(view_of, member, others) if others else view_of
 
             decided, snapshot, start = schedule_gang(
-                unit, (gangs or {}).get(key), profiles, snapshot, rng, start, place, nominated, budgets, see
+                pods=unit,
+                state=(gangs or {}).get(key),
+                profiles=profiles,
+                snapshot=snapshot,
+                rng=rng,
+                start=start,
+                place=place,
+                nominated=nominated,
+                budgets=budgets,
+                see=see,
             )
             for j, outcome in zip(members[key], decided, strict=True):
                 outcomes[j] = outcome

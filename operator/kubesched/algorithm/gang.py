@@ -204,7 +204,16 @@ def schedule_gang(
     first = failures[0][1] if failures else None
     message = f"only {have} of {need} members can be placed"
     plan = _gang_preemption(
-        pods, outcomes, failures, profiles, snapshot, rng, budgets, need - len(bound), look, nominated
+        pods=pods,
+        outcomes=outcomes,
+        failures=failures,
+        profiles=profiles,
+        snapshot=snapshot,
+        rng=rng,
+        budgets=budgets,
+        missing=need - len(bound),
+        look=look,
+        nominated=nominated,
     )
     if plan is None and state.may_reserve:
         plan = {pod.uid: Preemption(node, (), "reserved for its pod group") for pod, node in placed}

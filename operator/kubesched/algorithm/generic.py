@@ -220,14 +220,10 @@ class Algorithm:
 
     def _prefilter(self, pod: Pod, snapshot: Snapshot) -> list[tuple[Predicate, Any]] | Reject:
         """Each predicate's per-pod state, in order, leaving out those that pass every node."""
-        filters = []
-        for predicate in self.predicates:
-            state = predicate.prefilter(pod, snapshot)
-            if isinstance(state, Reject):
-                return state
-            if state is not SKIP:
-                filters.append((predicate, state))
-        return filters
+        states, reject = prefilter(pod, snapshot, self.predicates)
+        if reject is not None:
+            return reject
+        return [(predicate, state) for predicate, state in states if state is not SKIP]
 
     def _find_feasible(
         self, pod: Pod, snapshot: Snapshot, start: int
@@ -410,6 +406,27 @@ class LazyMapping(Mapping[K, V]):
 
     def __len__(self) -> int:
         return len(self._get())
+
+
+def prefilter(
+    pod: Pod, snapshot: Snapshot, predicates: Iterable[Predicate], *, past_reject: bool = False
+) -> tuple[list[tuple[Predicate, Any]], Reject | None]:
+    """Each predicate paired with its per-pod state (PreFilter), in order, SKIP included; and the
+    first Reject, if any.
+
+    A Reject fails the pod on every node, so the predicates after it are not asked, unless
+    `past_reject` (explain reports every predicate's reasons).
+    """
+    states: list[tuple[Predicate, Any]] = []
+    reject: Reject | None = None
+    for predicate in predicates:
+        state = predicate.prefilter(pod, snapshot)
+        states.append((predicate, state))
+        if isinstance(state, Reject) and reject is None:
+            reject = state
+            if not past_reject:
+                break
+    return states, reject
 
 
 def node_failures(

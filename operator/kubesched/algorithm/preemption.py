@@ -47,13 +47,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubesched.algorithm.extenders import ExtenderError, HTTPExtender, Victims, run_preemption
-from kubesched.algorithm.generic import ExtenderFailure, FitError, node_failures
+from kubesched.algorithm.generic import ExtenderFailure, FitError, node_failures, prefilter
 from kubesched.model.disruption import DisruptionBudget
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
 from kubesched.model.podgroup import group_key, pod_group_from_dict
 from kubesched.plugins import registry
-from kubesched.plugins.framework import SKIP, Predicate, Reject
+from kubesched.plugins.framework import SKIP, Predicate
 
 PREEMPT_NEVER = "Never"
 MIN_CANDIDATE_NODES_PERCENTAGE = 10  # DefaultPreemptionArgs defaults
@@ -196,8 +196,8 @@ def preempt(
     if not any(p.priority < pod.priority for n in snapshot.nodes for p in n.pods.values()):
         # Nobody to evict anywhere (a cluster of one priority): the common case, made cheap.
         return Preemption(clear_nomination=True)
-    states = _prefilter(pod, snapshot, predicates)
-    if states is None:  # a PreFilter rejects the pod everywhere: no node could ever take it
+    prefiltered, reject = prefilter(pod, snapshot, predicates)
+    if reject is not None:  # a PreFilter rejects the pod everywhere: no node could ever take it
         potential: list[NodeInfo] = []
     else:
         potential = nodes_where_preemption_might_help(snapshot.nodes, error.node_reasons)
@@ -205,9 +205,10 @@ def preempt(
     reasons: dict[str, tuple[str, ...]] = {
         n.name: (ERR_REASON_NOT_HELPFUL,) for n in snapshot.nodes if n.name not in helpful
     }
-    if not potential or states is None:
+    if not potential or reject is not None:
         return Preemption(message=_no_room(pod, snapshot, reasons), clear_nomination=True)
     gangs = Gangs.of(pod, snapshot)
+    states = [state for _, state in prefiltered]
     candidates, failed = dry_run(
         pod, snapshot, potential, predicates, states, budgets, rng or random.Random(), gangs
     )
@@ -397,7 +398,7 @@ def pod_fits(
     pod: Pod, node: NodeInfo, snapshot: Snapshot, predicates: Sequence[Predicate], states: Sequence[Any]
 ) -> list[str]:
     """PodPassesFiltersOnNode: why `pod` does not fit `node` (empty: it fits), given the per-pod
-    states `_prefilter` computed on the full snapshot."""
+    states `prefilter` computed on the full snapshot."""
     view: Snapshot | None = None
 
     def on_node() -> Iterator[tuple[Predicate, Any]]:
@@ -504,16 +505,6 @@ def _without(info: NodeInfo, pods: Sequence[Pod]) -> NodeInfo:
         if uid not in gone:
             rebuilt = rebuilt.with_pod(pod)
     return rebuilt
-
-
-def _prefilter(pod: Pod, snapshot: Snapshot, predicates: Sequence[Predicate]) -> list[Any] | None:
-    states = []
-    for predicate in predicates:
-        state = predicate.prefilter(pod, snapshot)
-        if isinstance(state, Reject):
-            return None
-        states.append(state)
-    return states
 
 
 def _terminating_victims(pod: Pod, error: FitError, snapshot: Snapshot, node_name: str) -> bool:

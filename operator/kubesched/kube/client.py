@@ -143,9 +143,9 @@ async def request(
         response.release()
     try:
         if len(text) > BIG_BODY:
-            # A listing served by the watch cache comes in one piece (5,000 nodes: 9 MB, 0.5 s to
-            # decode). In a worker thread the GIL changes hands every few milliseconds, so health
-            # probes and the rest of the loop keep being served meanwhile.
+            # A listing served by the watch cache comes in one piece, and a large cluster's takes long
+            # enough to decode to stall the loop. In a worker thread the GIL changes hands every few
+            # milliseconds, so health probes and the rest of the loop keep being served meanwhile.
             parsed = await asyncio.get_running_loop().run_in_executor(None, json.loads, text)
         else:
             parsed = json.loads(text) if text else None

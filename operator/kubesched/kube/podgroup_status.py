@@ -29,12 +29,11 @@ from kubernetes_asyncio import client
 
 from kubesched.kube.client import MERGE_PATCH, request
 from kubesched.kube.events import Send
-from kubesched.model.kinds import WATCHED_OBJECTS
+from kubesched.model.kinds import POD_GROUPS
 from kubesched.telemetry import metrics
 
 log = structlog.get_logger(__name__)
 
-POD_GROUPS: Final = next(watched for watched in WATCHED_OBJECTS if watched.kind == "PodGroup")
 INTERVAL: Final = 0.5
 # After a refusal: the first delay, doubled per refusal in a row up to the second. A refusal that
 # a retry will not cure (a 422) must not become a warning per round.

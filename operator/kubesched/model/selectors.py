@@ -28,11 +28,18 @@ NODE_FIELD_OPERATORS: Final = frozenset({IN, NOT_IN})
 _NODE_REQUIREMENT: Final = "a node selector requirement"
 
 _QNAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+# validation.IsDNS1123Label's pattern (at most 63 characters besides).
+DNS1123_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 # validation.IsDNS1123Subdomain's pattern (at most 253 characters besides).
 DNS1123_SUBDOMAIN: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 # strconv.ParseInt(s, 10, 64): optional sign, decimal digits only.
 _INT64 = re.compile(r"^[+-]?[0-9]+$")
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def is_dns1123_label(value: str) -> bool:
+    """validation.IsDNS1123Label: what names a namespace."""
+    return len(value) <= 63 and DNS1123_LABEL.fullmatch(value) is not None
 
 
 def is_dns1123_subdomain(value: str) -> bool:

@@ -278,11 +278,8 @@ DEFAULT_PRIORITIES: Final[Mapping[str, int]] = dict(sorted(DEFAULT_PRIORITIES_1_
 PREDICATE_CLASSES: Final[tuple[type[Predicate], ...]] = tuple(
     dict.fromkeys((ValidNode, *(cls for factory in PREDICATES.values() for cls in factory.classes)))
 )
-UNRESOLVABLE_REASONS: Final[frozenset[str]] = frozenset().union(
-    *(cls.unresolvable_reasons for cls in PREDICATE_CLASSES)
-)
-POD_DEPENDENT: Final[frozenset[str]] = frozenset(cls.name for cls in PREDICATE_CLASSES if cls.pod_dependent)
-# The kinds of cluster object whose add or update moves unschedulable pods back to the active queue.
+# The kinds of cluster object whose add or update moves unschedulable pods back to the active queue
+# (1.20's PvAdd, StorageClassAdd, CSINodeAdd...).
 REQUEUE_KINDS: Final[frozenset[str]] = frozenset().union(*(cls.requeue_on for cls in PREDICATE_CLASSES))
 
 

@@ -17,9 +17,6 @@ from kubesched.model.nodeinfo import ClusterObjects, NodeInfo, Snapshot
 from kubesched.model.objects import Node, Pod
 from kubesched.model.table import NodeColumns, NodeUsage
 
-# ClusterObjects fields the watch handlers may fill, by the kind that feeds them.
-OBJECT_KINDS = OBJECT_FIELDS
-
 
 class SchedulerCache:
     def __init__(self) -> None:
@@ -29,7 +26,7 @@ class SchedulerCache:
         self._pods: dict[str, tuple[str, Pod]] = {}  # uid -> (node name, pod)
         self._orphans: dict[str, dict[str, Pod]] = {}  # pods on nodes the cache has not seen (yet)
         self._assumed: set[str] = set()
-        self._objects: dict[str, dict[str, Mapping[str, Any]]] = {f: {} for f in OBJECT_KINDS.values()}
+        self._objects: dict[str, dict[str, Mapping[str, Any]]] = {f: {} for f in OBJECT_FIELDS.values()}
         self._frozen_objects: ClusterObjects | None = None
         # The vectorised view of the nodes, kept across snapshots: the columns until a node
         # changes, the usage updated pod by pod (None: rebuild on the next snapshot).
@@ -56,7 +53,7 @@ class SchedulerCache:
             info = info.with_pod(pod)
         if self._index_shared:
             self._index, self._index_shared = dict(self._index), False
-        # In place otherwise: a copy per node made the start-up's 5,000 nodes quadratic.
+        # In place otherwise: a copy per node made a large cluster's start-up quadratic.
         self._index[node.name] = len(self._nodes)
         self._nodes.append(info)
 
@@ -121,7 +118,7 @@ class SchedulerCache:
 
     def set_object(self, kind: str, key: str, obj: Mapping[str, Any] | None) -> None:
         """Record (or with None, drop) a Service, ReplicaSet, PV, ... for the plugins that read them."""
-        store = self._objects[OBJECT_KINDS[kind]]
+        store = self._objects[OBJECT_FIELDS[kind]]
         if obj is None:
             if store.pop(key, None) is None:
                 return
@@ -130,11 +127,11 @@ class SchedulerCache:
         self._frozen_objects = None
 
     def get_object(self, kind: str, key: str) -> Mapping[str, Any] | None:
-        return self._objects[OBJECT_KINDS[kind]].get(key)
+        return self._objects[OBJECT_FIELDS[kind]].get(key)
 
     def objects_of(self, kind: str) -> Mapping[str, Mapping[str, Any]]:
         """Every cached object of `kind`, by key (a read-only view)."""
-        return dict(self._objects[OBJECT_KINDS[kind]])
+        return dict(self._objects[OBJECT_FIELDS[kind]])
 
     def set_budget(self, key: str, obj: Mapping[str, Any] | None) -> None:
         """Record (or with None, drop) a PodDisruptionBudget of either API version."""

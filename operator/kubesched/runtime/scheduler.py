@@ -49,7 +49,7 @@ from kubesched.plugins.scheduling_gates import (
     REASON_SCHEDULING_GATED,
 )
 from kubesched.runtime.bind_gate import BindGate
-from kubesched.runtime.cache import OBJECT_KINDS, SchedulerCache
+from kubesched.runtime.cache import SchedulerCache
 from kubesched.runtime.gangs import GangTracker, group_lookup
 from kubesched.runtime.nominator import Nominator
 from kubesched.runtime.queue import QueuedPod, SchedulingQueue
@@ -64,8 +64,6 @@ APPLY_SLICE = 8  # decisions applied (assumed, binds started) per turn of the lo
 GROUP_STATUS_INTERVAL = 0.5  # seconds between two looks at the PodGroups whose status changed
 GROUP_COUNTS_INTERVAL = 5.0  # a status whose phase and reason stand is rewritten at most this often
 POD_GROUP = "PodGroup"
-# Objects whose change may help an unschedulable pod (1.20's PvAdd, StorageClassAdd, CSINodeAdd...).
-_MOVING_KINDS = REQUEUE_KINDS  # what the predicates declare in `requeue_on`
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,7 +218,7 @@ class Scheduler:
             self._on_pod_group(key, event_type, raw)
             return
         self.cache.set_object(kind, key, None if event_type == "DELETED" else raw)
-        if event_type != "DELETED" and kind in _MOVING_KINDS:
+        if event_type != "DELETED" and kind in REQUEUE_KINDS:
             self.queue.move_all(f"{kind}Change")
 
     def _on_pod_group(self, key: str, event_type: str | None, raw: Mapping[str, Any]) -> None:
@@ -675,4 +673,4 @@ def _scheduling_properties_changed(old: Node, new: Node) -> bool:
     )
 
 
-__all__ = ["OBJECT_KINDS", "Scheduler", "SchedulerSettings"]
+__all__ = ["Scheduler", "SchedulerSettings"]

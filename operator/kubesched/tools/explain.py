@@ -16,7 +16,7 @@ snapshot, as the scheduler's batch decides them. When the group would not be pla
 is the members' FailedScheduling message ("pod group ns/name: only 5 of 8 members can be placed:
 ...").
 
-The cluster state comes from the API server (snapshotfile.read_cluster, the scheduler's start-up
+The cluster state comes from the API server (tools/snapshot.read_cluster, the scheduler's start-up
 LISTs) or from a file `kubesched snapshot save` wrote; `algorithm_for` finds the policy the
 scheduler would run for the pod: the active SchedulerPolicy for its scheduler name, else the
 policy file given, else the built-in default.
@@ -37,7 +37,14 @@ from kubernetes_asyncio import client
 from kubesched.algorithm.batch import Outcome, schedule_batch
 from kubesched.algorithm.extenders import ExtenderError, TransportFactory, run_filters
 from kubesched.algorithm.gang import GangFitError, GangState
-from kubesched.algorithm.generic import Algorithm, FitError, ScheduleResult, node_failures, priority_scores
+from kubesched.algorithm.generic import (
+    Algorithm,
+    FitError,
+    ScheduleResult,
+    node_failures,
+    prefilter,
+    priority_scores,
+)
 from kubesched.algorithm.preemption import PreemptionOutcome
 from kubesched.kube.client import api_client, load_configuration, request
 from kubesched.kube.extender_transport import HTTPTransport
@@ -57,6 +64,7 @@ from kubesched.plugins.node_validity import ValidNode
 from kubesched.plugins.scheduling_gates import pre_enqueue
 from kubesched.policy.compile import compile_policy, default_algorithm
 from kubesched.policy.files import load_policy_file
+from kubesched.policy.store import PolicyStore
 from kubesched.tools.simulate import queue_order
 from kubesched.tools.snapshot import ClusterState, read_cluster
 from kubesched.tools.table import table
@@ -161,7 +169,7 @@ class Explanation:
 def _filter_reasons(
     algorithm: Algorithm, pod: Pod, snapshot: Snapshot
 ) -> tuple[list[NodeInfo], list[Rejection]]:
-    states = [(p, p.prefilter(pod, snapshot)) for p in algorithm.predicates]
+    states, _ = prefilter(pod, snapshot, algorithm.predicates, past_reject=True)
     feasible: list[NodeInfo] = []
     rejected: list[Rejection] = []
     for node in snapshot.nodes:
@@ -470,8 +478,6 @@ def algorithm_for(
     """The policy the scheduler runs for `scheduler_name`, and where it comes from; its extenders
     are called through `transport` (by default over HTTP, as the scheduler calls them)."""
     if policies:
-        from kubesched.policy.store import PolicyStore
-
         store = PolicyStore(scheduler_name, transport)
         for raw in policies:
             store.upsert(raw)

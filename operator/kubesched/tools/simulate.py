@@ -487,17 +487,17 @@ def simulate(
                 " (gated, not selected, or pending)"
             )
     return Simulation(
-        REPLAY if replay else PENDING,
-        scheduler_name,
-        seed,
-        len(base.nodes),
-        current_policy,
-        candidate_policy,
-        tuple(placements),
-        before,
-        spreads(after_snapshot),
-        tuple(notes),
-        tuple(groups),
+        mode=REPLAY if replay else PENDING,
+        scheduler_name=scheduler_name,
+        seed=seed,
+        nodes=len(base.nodes),
+        current_policy=current_policy,
+        candidate_policy=candidate_policy,
+        placements=tuple(placements),
+        before=before,
+        after=spreads(after_snapshot),
+        notes=tuple(notes),
+        groups=tuple(groups),
     )
 
 

@@ -17,17 +17,17 @@ from typing import Any
 
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
-from kubesched.plugins.arguments import ArgumentError, check_fields, require_int, require_object, require_str
+from kubesched.plugins.arguments import ArgumentError, check_fields, require_int, require_object
 from kubesched.plugins.framework import MAX_NODE_SCORE, Priority
 from kubesched.plugins.helper import go_div
 from kubesched.plugins.node_resources.resource_allocation import (
     allocatable_and_requested,
+    parse_resources,
     pod_resource_request,
 )
 
 MAX_CUSTOM_PRIORITY_SCORE = 10
 MAX_UTILIZATION = 100
-DEFAULT_RESOURCES = (("cpu", 1), ("memory", 1))
 
 
 def broken_linear(shape: Sequence[tuple[int, int]], p: int) -> int:
@@ -68,25 +68,6 @@ def parse_shape(raw: Any) -> tuple[tuple[int, int], ...]:
     return tuple(points)
 
 
-def _resources(raw: Any) -> tuple[tuple[str, int], ...]:
-    if raw is None or raw == []:
-        return DEFAULT_RESOURCES
-    if not isinstance(raw, list):
-        raise ArgumentError("resources", f"must be a list, got {raw!r}")
-    found: dict[str, int] = {}
-    for i, entry in enumerate(raw):
-        entry = require_object(entry, f"resources[{i}]")
-        check_fields(entry, ("name", "weight"), f"resources[{i}]")
-        name = require_str(entry.get("name"), f"resources[{i}].name")
-        weight = require_int(entry.get("weight", 0), f"resources[{i}].weight")
-        if weight < 1:
-            raise ArgumentError(
-                f"resources[{i}].weight", f"resource {name} weight {weight} must not be less than 1"
-            )
-        found[name] = weight
-    return tuple(found.items())
-
-
 class RequestedToCapacityRatioPriority(Priority):
     name = "RequestedToCapacityRatioPriority"
     plugin = "RequestedToCapacityRatio"
@@ -98,7 +79,11 @@ class RequestedToCapacityRatioPriority(Priority):
     @classmethod
     def from_argument(cls, argument: Mapping[str, Any]) -> RequestedToCapacityRatioPriority:
         check_fields(argument, ("shape", "resources"))
-        return cls(parse_shape(argument.get("shape")), _resources(argument.get("resources")))
+        # 1.20's ValidateRequestedToCapacityRatioArgs: an empty list as none, no upper bound.
+        resources = parse_resources(
+            argument.get("resources"), empty_is_default=True, default_weight=0, max_weight=None, unique=False
+        )
+        return cls(parse_shape(argument.get("shape")), resources)
 
     def merge(self, other: Priority) -> Priority:
         raise ArgumentError("", 'redeclares custom priority "RequestedToCapacityRatio"')

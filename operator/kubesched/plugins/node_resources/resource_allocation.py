@@ -1,17 +1,22 @@
 """What LeastRequestedPriority and BalancedResourceAllocation share (noderesources resourceAllocationScorer):
-the node's allocatable cpu and memory against its non-zero requests plus the pod's."""
+the node's allocatable cpu and memory against its non-zero requests plus the pod's; and what the
+scorers over a weighted `resources` list share: that list's parsing and each resource's request."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
 from kubesched.model.quantity import milli_value, parse_quantity, value
 from kubesched.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource_name
 from kubesched.model.table import IntArray, NodeTable, representable
+from kubesched.plugins.arguments import ArgumentError, check_fields, require_int, require_object, require_str
 from kubesched.plugins.framework import Priority
+
+# A `resources` argument left out: cpu and memory weighing 1 each.
+DEFAULT_RESOURCES: Final = ((CPU, 1), (MEMORY, 1))
 
 
 def scoring_request(pod: Pod) -> tuple[int, int]:
@@ -96,3 +101,37 @@ def allocatable_and_requested(node: NodeInfo, resource: str, pod_request: int) -
     if is_scalar_resource_name(resource):
         return allocatable.scalar.get(resource, 0), node.requested.scalar.get(resource, 0) + pod_request
     return 0, 0
+
+
+def parse_resources(
+    raw: Any, *, empty_is_default: bool, default_weight: int | None, max_weight: int | None, unique: bool
+) -> tuple[tuple[str, int], ...]:
+    """A `resources` argument (a list of `{name, weight}`) as (name, weight) pairs; DEFAULT_RESOURCES
+    when it is absent. Raises ArgumentError.
+
+    Versions validate it differently, each caller says how: whether an empty list counts as absent
+    (`empty_is_default`), the weight of an entry without one (`default_weight`; None: required),
+    the largest weight (`max_weight`; None: no bound, only at least 1), and whether a resource
+    named twice is refused (`unique`) rather than taking the last weight.
+    """
+    if raw is None or (empty_is_default and raw == []):
+        return DEFAULT_RESOURCES
+    if not isinstance(raw, list) or not (raw or empty_is_default):
+        expected = "a list" if empty_is_default else "a non-empty list"
+        raise ArgumentError("resources", f"must be {expected}, got {raw!r}")
+    found: dict[str, int] = {}
+    for i, entry in enumerate(raw):
+        entry = require_object(entry, f"resources[{i}]")
+        check_fields(entry, ("name", "weight"), f"resources[{i}]")
+        name = require_str(entry.get("name"), f"resources[{i}].name")
+        weight = require_int(entry.get("weight", default_weight), f"resources[{i}].weight")
+        if max_weight is None and weight < 1:
+            raise ArgumentError(
+                f"resources[{i}].weight", f"resource {name} weight {weight} must not be less than 1"
+            )
+        if max_weight is not None and not 1 <= weight <= max_weight:
+            raise ArgumentError(f"resources[{i}].weight", f"must be in [1, {max_weight}], got {weight}")
+        if unique and name in found:
+            raise ArgumentError(f"resources[{i}].name", f"duplicate resource {name!r}")
+        found[name] = weight
+    return tuple(found.items())

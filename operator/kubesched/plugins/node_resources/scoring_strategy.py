@@ -24,7 +24,7 @@ from typing import Any, Final, Literal
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
 from kubesched.model.resources import CPU, MEMORY, is_scalar_resource_name
-from kubesched.plugins.arguments import ArgumentError, check_fields, require_int, require_object, require_str
+from kubesched.plugins.arguments import ArgumentError, check_fields
 from kubesched.plugins.framework import MAX_NODE_SCORE, Priority
 from kubesched.plugins.node_resources.least_allocated import least_requested_score
 from kubesched.plugins.node_resources.requested_to_capacity_ratio import (
@@ -33,7 +33,9 @@ from kubesched.plugins.node_resources.requested_to_capacity_ratio import (
     parse_shape,
 )
 from kubesched.plugins.node_resources.resource_allocation import (
+    DEFAULT_RESOURCES,
     allocatable_and_requested,
+    parse_resources,
     pod_resource_request,
 )
 
@@ -44,7 +46,6 @@ REQUESTED_TO_CAPACITY_RATIO: Final = "RequestedToCapacityRatio"
 STRATEGIES: Final[tuple[Strategy, ...]] = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)
 # ValidateNodeResourcesFitArgs: a resource weight is in [1, MaxNodeScore].
 MAX_RESOURCE_WEIGHT: Final = MAX_NODE_SCORE
-DEFAULT_RESOURCES: Final = ((CPU, 1), (MEMORY, 1))
 FIELDS: Final = ("type", "resources", "shape")
 
 
@@ -63,27 +64,6 @@ def pod_request(pod: Pod, resource: str) -> int:
     if resource == MEMORY:
         return pod.non_zero_memory
     return pod_resource_request(pod, resource)
-
-
-def _resources(raw: Any) -> tuple[tuple[str, int], ...]:
-    if raw is None:
-        return DEFAULT_RESOURCES
-    if not isinstance(raw, list) or not raw:
-        raise ArgumentError("resources", f"must be a non-empty list, got {raw!r}")
-    found: dict[str, int] = {}
-    for i, entry in enumerate(raw):
-        entry = require_object(entry, f"resources[{i}]")
-        check_fields(entry, ("name", "weight"), f"resources[{i}]")
-        name = require_str(entry.get("name"), f"resources[{i}].name")
-        weight = require_int(entry.get("weight"), f"resources[{i}].weight")
-        if not 1 <= weight <= MAX_RESOURCE_WEIGHT:
-            raise ArgumentError(
-                f"resources[{i}].weight", f"must be in [1, {MAX_RESOURCE_WEIGHT}], got {weight}"
-            )
-        if name in found:
-            raise ArgumentError(f"resources[{i}].name", f"duplicate resource {name!r}")
-        found[name] = weight
-    return tuple(found.items())
 
 
 class NodeResourcesFitScore(Priority):
@@ -108,7 +88,14 @@ class NodeResourcesFitScore(Priority):
         strategy = argument.get("type")
         if strategy not in STRATEGIES:
             raise ArgumentError("type", f"must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
-        resources = _resources(argument.get("resources"))
+        # 1.32's validateResources: a non-empty list, each weight given, in range and once.
+        resources = parse_resources(
+            argument.get("resources"),
+            empty_is_default=False,
+            default_weight=None,
+            max_weight=MAX_RESOURCE_WEIGHT,
+            unique=True,
+        )
         raw_shape = argument.get("shape")
         if strategy != REQUESTED_TO_CAPACITY_RATIO:
             if raw_shape is not None:
