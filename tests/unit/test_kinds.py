@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import fields
+from pathlib import Path
 
 import pytest
+import yaml
 
 from kubesched.model.kinds import (
     BUDGET_KIND,
@@ -18,12 +20,20 @@ from kubesched.model.nodeinfo import ClusterObjects
 from kubesched.runtime.cache import SchedulerCache
 from kubesched.tools.snapshot import ClusterState
 
+ROOT = Path(__file__).resolve().parents[2]
+
 
 def test_every_cluster_objects_field_is_filled_by_exactly_one_kind() -> None:
-    filled = [watched.field for watched in WATCHED_OBJECTS if watched.field is not None]
-    assert sorted(filled) == sorted(f.name for f in fields(ClusterObjects))
-    kinds = [watched.kind for watched in WATCHED_OBJECTS if watched.field is not None]
-    assert len(set(kinds)) == len(kinds)
+    """A kind may be listed in several API versions (CSIStorageCapacity v1 and v1beta1), always
+    into the same field."""
+    by_field: dict[str, set[str]] = {}
+    for watched in WATCHED_OBJECTS:
+        if watched.field is not None:
+            by_field.setdefault(watched.field, set()).add(watched.kind)
+    assert sorted(by_field) == sorted(f.name for f in fields(ClusterObjects))
+    assert all(len(kinds) == 1 for kinds in by_field.values())
+    versions = [(w.kind, w.api_version) for w in WATCHED_OBJECTS]
+    assert len(set(versions)) == len(versions)
 
 
 def test_a_kind_without_a_field_is_a_disruption_budget() -> None:
@@ -58,6 +68,22 @@ def test_an_object_of_each_kind_lands_where_the_plugins_read_it() -> None:
         if watched.field is not None:
             assert getattr(objects, watched.field)[f"ns/{watched.plural}"]["kind"] == watched.kind
     assert len(cache.budgets()) == 1  # one PodDisruptionBudget, seen through both API versions
+
+
+def test_the_cluster_role_lets_the_operator_list_and_watch_every_kind() -> None:
+    """manifests/rbac.yaml: a kind added to the table without its rule would fail its listing with 403."""
+    documents = yaml.safe_load_all((ROOT / "manifests" / "rbac.yaml").read_text(encoding="utf-8"))
+    (role,) = [d for d in documents if d["kind"] == "ClusterRole"]
+    granted = {
+        (group, resource, verb)
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+    for watched in (NODES, PODS, *WATCHED_OBJECTS):
+        for verb in ("list", "watch"):
+            assert (watched.group, watched.plural, verb) in granted, (watched.kind, verb)
 
 
 def test_a_snapshot_file_holds_every_watched_kind_and_no_other() -> None:

@@ -144,7 +144,7 @@ def assume_pod_volumes(pod: Pod, objects: ClusterObjects, node: NodeInfo) -> Pod
     if not isinstance(state, VolumeBindingState) or not state.to_bind:
         return None  # no claims, or all bound (a Reject never reaches a chosen node)
     choice = choose_volumes(state.to_bind, node.name, node.node.labels)
-    if not choice.satisfied or choice.error is not None:
+    if not choice.fits:
         raise VolumeBindingError(choice.error or f"volumes of {pod.key} no longer fit on node {node.name}")
     pvs = dict(objects.persistent_volumes)
     claims = dict(objects.persistent_volume_claims)

@@ -6,13 +6,14 @@ write annotations or finalizers onto every pod, and a returned value would be pa
 `status`. They are `async` so that they run on the event loop, which owns the cache and the
 queue (Kopf runs plain functions in a thread pool). Pods and nodes, the busy streams, have
 watches of their own (kube/informer.py); pods with kube-scheduler's non-terminal field selector.
-The kinds watched are listed in model/kinds.py; Kopf is given only those whose API group
-version the server serves (1.20 serves PodDisruptionBudgets as policy/v1beta1 only, 1.25+ as
-policy/v1 only), so that it has nothing to warn about at start-up.
+The kinds watched are listed in model/kinds.py; Kopf is given only those the server serves (1.20
+serves PodDisruptionBudgets as policy/v1beta1 only, 1.25+ as policy/v1 only, and no
+CSIStorageCapacity), so that it has nothing to warn about at start-up.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Mapping, Sequence, Set
 from typing import Any
 
@@ -74,25 +75,47 @@ def served_group_versions(discovery: Any) -> frozenset[str]:
     )
 
 
-def kinds_served(kinds: Sequence[WatchedKind], group_versions: Set[str]) -> tuple[WatchedKind, ...]:
-    """The kinds of the core API, and the others whose group/version is in `group_versions`."""
-    return tuple(kind for kind in kinds if not kind.group or kind.api_version in group_versions)
+def served_resources(group_version: str, discovery: Any) -> frozenset[str]:
+    """The `group/version/plural`s an APIResourceList (the reply to GET /apis/<group>/<version>)
+    lists; ValueError if it is not one."""
+    resources = discovery.get("resources") if isinstance(discovery, Mapping) else None
+    if not isinstance(resources, list):
+        raise ValueError(f"not an APIResourceList: {str(discovery)[:200]}")
+    return frozenset(
+        f"{group_version}/{resource.get('name')}" for resource in resources if isinstance(resource, Mapping)
+    )
+
+
+def kinds_served(kinds: Sequence[WatchedKind], resources: Set[str]) -> tuple[WatchedKind, ...]:
+    """The kinds of the core API, and the others whose `group/version/plural` is in `resources`."""
+    return tuple(kind for kind in kinds if not kind.group or f"{kind.api_version}/{kind.plural}" in resources)
+
+
+async def _discover(api: ApiClient, path: str) -> Any:
+    status, body = await request(api, "GET", path, timeout=10.0)
+    if status != 200:
+        raise RuntimeError(f"GET {path} answered {status}: {body}")
+    return body
 
 
 async def served_kinds(
     api: ApiClient, kinds: Sequence[WatchedKind] = WATCHED_OBJECTS
 ) -> tuple[WatchedKind, ...]:
-    """`kinds` but those whose API group version the server does not serve, found with one discovery
-    request; all of `kinds` when it fails (Kopf then warns about those it cannot resolve)."""
+    """`kinds` but those the server does not serve, found with API discovery; all of `kinds` when
+    it fails (Kopf then warns about those it cannot resolve). A group version served is not
+    enough: 1.20's storage.k8s.io/v1 has no CSIStorageCapacity, so each group version holding
+    one of `kinds` is asked for its resources, all at once."""
     try:
-        status, body = await request(api, "GET", "/apis", timeout=10.0)
-        if status != 200:
-            raise RuntimeError(f"GET /apis answered {status}: {body}")
-        group_versions = served_group_versions(body)
+        group_versions = served_group_versions(await _discover(api, "/apis"))
+        asked = sorted({k.api_version for k in kinds if k.group and k.api_version in group_versions})
+        replies = await asyncio.gather(*(_discover(api, f"/apis/{gv}") for gv in asked))
+        resources: set[str] = set()
+        for group_version, reply in zip(asked, replies, strict=True):
+            resources |= served_resources(group_version, reply)
     except Exception as exc:
         log.debug("api_discovery_failed", error=repr(exc), effect="every version of each kind is watched")
         return tuple(kinds)
-    return kinds_served(kinds, group_versions)
+    return kinds_served(kinds, resources)
 
 
 def build_registry(

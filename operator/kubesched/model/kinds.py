@@ -65,6 +65,21 @@ WATCHED_OBJECTS: Final[tuple[WatchedKind, ...]] = (
     ),
     WatchedKind("StorageClass", "storage.k8s.io", "v1", "storageclasses", False, "storage_classes"),
     WatchedKind("CSINode", "storage.k8s.io", "v1", "csinodes", False, "csi_nodes"),
+    # Storage capacity tracking (plugins/volume_binding). CSIStorageCapacity is v1beta1 in 1.21-1.23,
+    # v1 from 1.24 (v1beta1 too until 1.26: one object seen through both is one entry) and absent
+    # from 1.20, whose storage.k8s.io/v1 serves CSIDriver: served_kinds looks for each resource.
+    WatchedKind("CSIDriver", "storage.k8s.io", "v1", "csidrivers", False, "csi_drivers"),
+    WatchedKind(
+        "CSIStorageCapacity", "storage.k8s.io", "v1", "csistoragecapacities", True, "csi_storage_capacities"
+    ),
+    WatchedKind(
+        "CSIStorageCapacity",
+        "storage.k8s.io",
+        "v1beta1",
+        "csistoragecapacities",
+        True,
+        "csi_storage_capacities",
+    ),
     # Pod (anti-)affinity's namespaceSelector picks namespaces by their labels.
     WatchedKind("Namespace", "", "v1", "namespaces", False, "namespaces"),
     # Gangs (model/podgroup.py): scheduler-plugins' coscheduling API, from its CRD or kubesched's.

@@ -95,6 +95,9 @@ class ClusterObjects:
     persistent_volume_claims: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     storage_classes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     csi_nodes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # Storage capacity tracking (plugins/volume_binding): drivers by name, capacities by `ns/name`.
+    csi_drivers: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    csi_storage_capacities: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     namespaces: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # for namespaceSelector
     pod_groups: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # gangs (model/podgroup.py)
 

@@ -4,15 +4,19 @@ A bound claim's PV must accept the node (its nodeAffinity). An unbound claim of 
 WaitForFirstConsumer StorageClass needs, on that node, an available PV it can bind to (class,
 size, access modes, volume mode, selector, node affinity; the smallest fitting one is taken,
 each PV for one claim only) or a StorageClass able to provision there (a provisioner, and
-allowedTopologies matching the node). An unbound claim of an Immediate class (or pre-bound to a
-PV but not bound yet) makes the pod unschedulable everywhere: the PV controller binds those.
+allowedTopologies matching the node) and, as in kube-scheduler 1.32, with room for it there: when
+the class's provisioner is a CSIDriver with `storageCapacity: true`, some CSIStorageCapacity of
+the class must reach the node and offer at least the claim's size (hasEnoughCapacity in 1.32's
+volumebinding/binder.go; no such driver, or a claim without a storage request, is not checked,
+which is 1.20's behaviour with its alpha gate off). An unbound claim of an Immediate class (or
+pre-bound to a PV but not bound yet) makes the pod unschedulable everywhere: the PV controller
+binds those.
 
 Scope: the decision. `choose_volumes` is the choice itself, shared with
 kubesched.algorithm.volume_reserve, which assumes the chosen PVs for the rest of the batch
 (Reserve); kubesched.kube.volume_writer writes the bindings before the pod is bound (PreBind).
-Storage capacity tracking
-(CSIStorageCapacity, alpha and off in 1.20) and generic ephemeral volumes (alpha, off) are not
-modelled.
+Generic ephemeral volumes are refused (model/unsupported.py); 1.32's capacity scoring (alpha) is
+not modelled.
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ from typing import Any
 
 from kubesched.model.nodeinfo import ClusterObjects, NodeInfo, Snapshot
 from kubesched.model.objects import Pod
-from kubesched.model.quantity import QuantityError, parse_quantity
+from kubesched.model.quantity import QuantityError, parse_quantity, value
 from kubesched.model.selectors import LabelSelector, NodeSelector, Requirement, SelectorError
+from kubesched.model.storage_capacity import StorageCapacity, capacity_from_dict, tracks_capacity
 from kubesched.plugins.framework import FITS, SKIP, Predicate, Reject
 from kubesched.plugins.helper import storage_class_name
 
@@ -122,6 +127,18 @@ class Candidate:
 
 
 @dataclass(frozen=True, slots=True)
+class CapacityNeed:
+    """hasEnoughCapacity's node-independent half: the CSIStorageCapacities of the claim's class
+    that offer its size; a node needs one that reaches it."""
+
+    size: int  # bytes
+    offers: tuple[StorageCapacity, ...]
+
+    def met_on(self, labels: Mapping[str, str]) -> bool:
+        return any(offer.reaches(labels) for offer in self.offers)
+
+
+@dataclass(frozen=True, slots=True)
 class ClaimToBind:
     pvc: Mapping[str, Any]
     selected_node: str | None
@@ -129,6 +146,7 @@ class ClaimToBind:
     provisioner: str | None  # None: no class (an error if provisioning is needed)
     class_error: str | None
     allowed_topologies: Any
+    capacity: CapacityNeed | None = None  # None: provisioning it checks no capacity
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +192,28 @@ def _candidates(pvc: Mapping[str, Any], objects: ClusterObjects) -> tuple[Candid
     return tuple(found)
 
 
+def _capacity_need(
+    pvc: Mapping[str, Any], class_name: str, provisioner: str, objects: ClusterObjects
+) -> CapacityNeed | None:
+    """What provisioning `pvc` needs of storage capacity; None when nothing is checked: no storage
+    request, or a provisioner that is no CSIDriver opting in."""
+    raw = ((_spec(pvc).get("resources") or {}).get("requests") or {}).get("storage")
+    if raw is None or not tracks_capacity(objects.csi_drivers.get(provisioner)):
+        return None
+    try:
+        size = value(parse_quantity(raw))
+    except QuantityError:
+        return None  # the API server refuses such a claim; taken as no request, as claim_request does
+    offers = []
+    for raw_capacity in objects.csi_storage_capacities.values():
+        if raw_capacity.get("storageClassName") != class_name:
+            continue  # before parsing: a driver publishes one per class and topology segment
+        offer = capacity_from_dict(raw_capacity)
+        if offer.offers(size):
+            offers.append(offer)
+    return CapacityNeed(size, tuple(offers))
+
+
 def _claim_to_bind(pvc: Mapping[str, Any], objects: ClusterObjects) -> ClaimToBind:
     class_name = storage_class_name(pvc)
     storage_class = objects.storage_classes.get(class_name) if class_name else None
@@ -184,13 +224,15 @@ def _claim_to_bind(pvc: Mapping[str, Any], objects: ClusterObjects) -> ClaimToBi
         error = f'failed to find storage class "{class_name}"'
     annotations = _meta(pvc).get("annotations") or {}
     selected = annotations.get(ANN_SELECTED_NODE)
+    provisioner = None if storage_class is None else str(storage_class.get("provisioner") or "")
     return ClaimToBind(
         pvc,
         None if selected is None else str(selected),
         () if selected is not None else _candidates(pvc, objects),
-        None if storage_class is None else str(storage_class.get("provisioner") or ""),
+        provisioner,
         error,
         None if storage_class is None else storage_class.get("allowedTopologies"),
+        _capacity_need(pvc, class_name, provisioner, objects) if provisioner else None,
     )
 
 
@@ -229,16 +271,18 @@ def pod_volume_state(pod: Pod, objects: ClusterObjects) -> VolumeBindingState | 
     return VolumeBindingState(tuple(bound), tuple(to_bind))
 
 
-def _provisionable(claims: Sequence[ClaimToBind], labels: Mapping[str, str]) -> tuple[bool, str | None]:
-    """checkVolumeProvisions: (satisfied, error)."""
+def _provisionable(claims: Sequence[ClaimToBind], labels: Mapping[str, str]) -> tuple[bool, bool, str | None]:
+    """checkVolumeProvisions: (satisfied, enough storage, error), stopping at the first claim that fails."""
     for claim in claims:
         if claim.class_error is not None:
-            return False, claim.class_error
+            return False, False, claim.class_error
         if not claim.provisioner or claim.provisioner == NOT_SUPPORTED_PROVISIONER:
-            return False, None
+            return False, True, None
         if not match_topology(claim.allowed_topologies, labels):
-            return False, None
-    return True, None
+            return False, True, None
+        if claim.capacity is not None and not claim.capacity.met_on(labels):
+            return True, False, None
+    return True, True, None
 
 
 class CheckVolumeBinding(Predicate):
@@ -252,7 +296,17 @@ class CheckVolumeBinding(Predicate):
             ERR_REASON_UNBOUND_IMMEDIATE,
         }
     )
-    requeue_on = frozenset({"PersistentVolume", "PersistentVolumeClaim", "StorageClass", "CSINode"})
+    # 1.32 also requeues on CSIDriver updates and CSIStorageCapacity adds and updates.
+    requeue_on = frozenset(
+        {
+            "PersistentVolume",
+            "PersistentVolumeClaim",
+            "StorageClass",
+            "CSINode",
+            "CSIDriver",
+            "CSIStorageCapacity",
+        }
+    )
 
     def prefilter(self, pod: Pod, snapshot: Snapshot) -> Any:
         if not pod.volumes:
@@ -270,24 +324,25 @@ class CheckVolumeBinding(Predicate):
             if not pv_accepts(pv, labels):
                 bound_satisfied = False
                 break
-        unbound_satisfied, error = self._unbound_satisfied(state.to_bind, node)
-        if error is not None:
-            return (error,)
+        choice = self._unbound_choice(state.to_bind, node)
+        if choice.error is not None:
+            return (choice.error,)
         reasons = []
         if not bound_satisfied:
             reasons.append(ERR_REASON_NODE_CONFLICT)
-        if not unbound_satisfied:
+        if not choice.satisfied:
             reasons.append(ERR_REASON_BIND_CONFLICT)
+        if not choice.enough_storage:
+            reasons.append(ERR_REASON_NOT_ENOUGH_SPACE)
         if not pvs_found:
             reasons.append(ERR_REASON_PV_NOT_EXIST)
         return reasons or FITS
 
     @staticmethod
-    def _unbound_satisfied(claims: Sequence[ClaimToBind], node: NodeInfo) -> tuple[bool, str | None]:
+    def _unbound_choice(claims: Sequence[ClaimToBind], node: NodeInfo) -> VolumeChoice:
         if not claims:
-            return True, None
-        choice = choose_volumes(claims, node.name, node.node.labels)
-        return choice.satisfied, choice.error
+            return VolumeChoice(True)
+        return choose_volumes(claims, node.name, node.node.labels)
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,11 +353,17 @@ class VolumeChoice:
     error: str | None = None
     static: tuple[tuple[ClaimToBind, str], ...] = ()  # (claim, name of the PV it binds to)
     provision: tuple[ClaimToBind, ...] = ()
+    enough_storage: bool = True  # False: a claim to provision has no capacity on the node
+
+    @property
+    def fits(self) -> bool:
+        return self.satisfied and self.enough_storage and self.error is None
 
 
 def choose_volumes(claims: Sequence[ClaimToBind], node_name: str, labels: Mapping[str, str]) -> VolumeChoice:
     """findMatchingVolumes then checkVolumeProvisions: the smallest fitting PV for each claim,
-    smallest claim first, each PV for one claim; the rest must be provisionable on the node."""
+    smallest claim first, each PV for one claim; the rest must be provisionable on the node, with
+    the storage capacity they need."""
     to_provision = []
     to_match = []
     for claim in claims:
@@ -322,9 +383,9 @@ def choose_volumes(claims: Sequence[ClaimToBind], node_name: str, labels: Mappin
         else:
             chosen[match] = claim
     if to_provision:
-        satisfied, error = _provisionable(to_provision, labels)
-        if not satisfied or error is not None:
-            return VolumeChoice(satisfied, error)
+        satisfied, enough_storage, error = _provisionable(to_provision, labels)
+        if not (satisfied and enough_storage) or error is not None:
+            return VolumeChoice(satisfied, error, enough_storage=enough_storage)
     return VolumeChoice(
         satisfied, None, tuple((claim, pv) for pv, claim in chosen.items()), tuple(to_provision)
     )
