@@ -1,6 +1,7 @@
 """Sidecars and 1.32's topology spread fields through snapshot files: `kubesched explain --snapshot`
 and `simulate` read pods shaped as a 1.32 API server sends them (the local 1.20 API server would
-drop these fields), and a SchedulerPolicy's podTopologySpreadDefaultConstraints."""
+drop these fields), a SchedulerPolicy's podTopologySpreadDefaultConstraints, and storage capacity
+(CSIDriver and CSIStorageCapacity, which the local 1.20 API server does not serve)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 from click.testing import CliRunner
 
 from kubesched.cli import main
-from kubesched.policy.compile import compile_policy
+from kubesched.policy.compile import compile_policy, default_algorithm
 from kubesched.tools.simulate import simulate
 from kubesched.tools.snapshot import ClusterState, load, save
 from kubesched_dev.fixtures import make_node, make_pod
@@ -117,3 +118,125 @@ def test_simulate_spreads_a_services_pods_by_the_policys_default_constraints() -
     assert sorted(zone[p.candidate or ""] for p in result.placements) == ["a", "a", "b", "b"]
     # Without it the least requested nodes win: zone a has two of the three.
     assert sorted(zone[p.current or ""] for p in result.placements) == ["a", "a", "a", "b"]
+
+
+def capacity_state() -> ClusterState:
+    """A CSI driver tracking capacity, with 5Gi free on a1, none on a2 and 50Gi for zone b; two
+    pending pods, each with a 10Gi claim of its WaitForFirstConsumer class."""
+    driver = "csi.example.com"
+    storage_class = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": "local"},
+        "provisioner": driver,
+        "volumeBindingMode": "WaitForFirstConsumer",
+    }
+    csi_driver = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSIDriver",
+        "metadata": {"name": driver},
+        "spec": {"attachRequired": False, "storageCapacity": True},
+    }
+
+    def capacity(name: str, topology: dict[str, str], size: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "CSIStorageCapacity",
+            "metadata": {"name": name, "namespace": "kube-system"},
+            "storageClassName": "local",
+            "nodeTopology": {"matchLabels": topology},
+            "capacity": size,
+        }
+
+    capacities = [
+        capacity("a1", {"kubernetes.io/hostname": "a1"}, "5Gi"),
+        capacity("zone-b", {ZONE: "b"}, "50Gi"),
+    ]
+    claims = []
+    pods = []
+    for name in ("db-0", "db-1"):
+        claims.append(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
+                "spec": {
+                    "storageClassName": "local",
+                    "accessModes": ["ReadWriteOnce"],
+                    "resources": {"requests": {"storage": "10Gi"}},
+                },
+            }
+        )
+        pod = make_pod(name, cpu="100m")
+        pod["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": name}}]
+        pods.append(pod)
+    objects = {
+        "StorageClass": [storage_class],
+        "PersistentVolumeClaim": claims,
+        "CSIDriver": [csi_driver],
+        "CSIStorageCapacity": capacities,
+    }
+    return ClusterState(zoned_nodes(), pods, objects, [])
+
+
+def test_explain_and_simulate_check_storage_capacity_from_a_snapshot(tmp_path: Path) -> None:
+    """kube-scheduler 1.32's VolumeBinding: a 10Gi claim is provisioned only on a node a capacity of
+    its class reaches with 10Gi free, so only b1; the kinds keep their names in the file."""
+    path = tmp_path / "snap.json"
+    save(capacity_state(), str(path))
+    saved = json.loads(path.read_text(encoding="utf-8"))["objects"]
+    assert [c["metadata"]["name"] for c in saved["CSIStorageCapacity"]] == ["a1", "zone-b"]
+    assert saved["CSIDriver"][0]["spec"]["storageCapacity"] is True
+    rejected = explain_json(path, "default/db-0")["rejected"]
+    assert {r["node"] for r in rejected} == {"a1", "a2"}
+    assert rejected[0]["reasons"] == [
+        {"by": "CheckVolumeBinding", "reason": "node(s) did not have enough free storage"}
+    ]
+    algorithm = default_algorithm()
+    result = simulate(load(str(path)), algorithm, algorithm, scheduler_name=OWN, seed=0)
+    assert [p.candidate for p in result.placements] == ["b1", "b1"]
+
+
+def test_without_an_opted_in_driver_capacity_is_not_checked(tmp_path: Path) -> None:
+    """As on Kubernetes 1.20 (and a driver without storageCapacity): every node may provision."""
+    state = capacity_state()
+    path = tmp_path / "snap.json"
+    save(ClusterState(state.nodes, state.pods, {**state.objects, "CSIDriver": []}, []), str(path))
+    assert explain_json(path, "default/db-0")["rejected"] == []
+
+
+def test_simulate_from_a_snapshot_file_leaves_out_gated_pods_refuses_claims_and_counts_sidecars(
+    tmp_path: Path,
+) -> None:
+    """`kubesched simulate --nodes-from FILE` on 1.32-shaped pods. a1 runs a sidecar pod (2 of its 3
+    cpus): the pending sidecar pod (2 cpus) fits only a2, though the candidate packs (a1 would win
+    were either pod's sidecar left out). A gated pod is left out with a note; a pod with
+    spec.resourceClaims is placed by neither policy."""
+    gated = make_pod("gated", cpu="100m")
+    gated["spec"]["schedulingGates"] = [{"name": "example.com/quota"}]
+    claims = make_pod("claims", cpu="100m")
+    claims["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "claims-gpu"}]
+    nodes = [make_node(n, cpu="3", memory="8Gi", labels={ZONE: "a"}) for n in ("a1", "a2")]
+    pods = [sidecar_pod("running", node_name="a1"), sidecar_pod("new"), gated, claims]
+    path = tmp_path / "snap.json"
+    save(ClusterState(nodes, pods, {}, []), str(path))
+    policy = tmp_path / "pack.json"
+    pack = {
+        "kind": "Policy",
+        "apiVersion": "v1",
+        "priorities": [{"name": "MostRequestedPriority", "weight": 1}],
+    }
+    policy.write_text(json.dumps(pack))
+    outcome = CliRunner().invoke(
+        main, ["simulate", "--policy", str(policy), "--nodes-from", str(path), "-o", "json"]
+    )
+    assert outcome.exit_code == 0, outcome.output
+    result = json.loads(outcome.output)
+    placed = {p["pod"]: p for p in result["placements"]}
+    assert sorted(placed) == ["default/claims", "default/new"]
+    assert (placed["default/new"]["current"], placed["default/new"]["candidate"]) == ("a2", "a2")
+    refused = placed["default/claims"]
+    assert refused["current"] is None and refused["candidate"] is None
+    assert "spec.resourceClaims (dynamic resource allocation)" in refused["candidateReason"]
+    assert result["unschedulableInBoth"] == ["default/claims"]
+    assert result["notes"] == ["1 pending pod(s) left out, waiting for scheduling gates: default/gated"]

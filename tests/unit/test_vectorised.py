@@ -477,6 +477,97 @@ def test_pod_to_pod_constraints_decide_alike_along_a_snapshot_chain_and_from_bat
     assert made == expected
 
 
+# Volume restrictions: 1.20's disk conflicts (per node) and 1.32's ReadWriteOncePod claims (a claim
+# in use fails every node at once in the vectorised path).
+CLAIM_MODES = {"solo-1": "ReadWriteOncePod", "solo-2": "ReadWriteOncePod", "shared": "ReadWriteMany"}
+VOLUME_POLICIES = {
+    "default": default_algorithm(),
+    "volumes, every predicate": compile_policy(
+        {
+            "kind": "Policy",
+            "apiVersion": "v1",
+            "predicates": [{"name": "PodFitsResources"}, {"name": "NoDiskConflict"}],
+            "priorities": [{"name": "LeastRequestedPriority", "weight": 1}],
+            "alwaysCheckAllPredicates": True,
+        }
+    ),
+}
+
+
+def bound_claims() -> ClusterObjects:
+    """Each claim of CLAIM_MODES bound to a PV of its own, which every node accepts."""
+    claims: dict[str, Any] = {}
+    volumes: dict[str, Any] = {}
+    for name, mode in CLAIM_MODES.items():
+        claims[f"ns/{name}"] = {
+            "metadata": {
+                "name": name,
+                "namespace": "ns",
+                "annotations": {"pv.kubernetes.io/bind-completed": "yes"},
+            },
+            "spec": {"accessModes": [mode], "volumeName": f"pv-{name}"},
+        }
+        volumes[f"pv-{name}"] = {
+            "metadata": {"name": f"pv-{name}"},
+            "spec": {"accessModes": [mode], "claimRef": {"name": name, "namespace": "ns"}},
+            "status": {"phase": "Bound"},
+        }
+    return ClusterObjects(persistent_volume_claims=claims, persistent_volumes=volumes)
+
+
+@st.composite
+def volume_users(draw: st.DrawFn, name: str) -> dict[str, Any]:
+    pod = make_pod(name, "ns", cpu=draw(st.sampled_from([None, "100m", "1"])))
+    volumes: list[dict[str, Any]] = [
+        {"name": claim, "persistentVolumeClaim": {"claimName": claim}}
+        for claim in draw(st.lists(st.sampled_from(sorted(CLAIM_MODES)), max_size=2, unique=True))
+    ]
+    if draw(st.booleans()):
+        pd = {"pdName": draw(st.sampled_from(["pd-a", "pd-b"])), "readOnly": draw(st.booleans())}
+        volumes.append({"name": "disk", "gcePersistentDisk": pd})
+    if volumes:
+        pod["spec"]["volumes"] = volumes
+    return pod
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    node_count=st.integers(1, 6),
+    placed=st.lists(st.tuples(st.integers(0, 5), st.booleans()), max_size=6),
+    pending_count=st.integers(1, 6),
+    data=st.data(),
+    policy=st.sampled_from(sorted(VOLUME_POLICIES)),
+)
+def test_volume_restrictions_decide_alike(
+    node_count: int,
+    placed: list[tuple[int, bool]],
+    pending_count: int,
+    data: st.DataObject,
+    policy: str,
+) -> None:
+    """Bound pods (some terminating) and pending ones with ReadWriteOncePod and shared claims and GCE
+    disks: the pending pods go one after another, each seeing the claims the earlier ones took."""
+    raw_nodes = [make_node(f"n{i}", cpu="4") for i in range(node_count)]
+    bound = []
+    for j, (node, deleting) in enumerate(placed):
+        raw = data.draw(volume_users(f"b{j}"))
+        raw["spec"]["nodeName"] = f"n{node % node_count}"
+        if deleting:
+            raw["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+        bound.append(pod_from_dict(raw))
+    pending = [pod_from_dict(data.draw(volume_users(f"p{k}"))) for k in range(pending_count)]
+    algorithm = VOLUME_POLICIES[policy]
+
+    def fresh() -> Snapshot:
+        infos = {n["metadata"]["name"]: NodeInfo(node_from_dict(n)) for n in raw_nodes}
+        for pod in bound:
+            infos[pod.node_name] = infos[pod.node_name].with_pod(pod)
+        return Snapshot.of(list(infos.values()), bound_claims())
+
+    expected = decisions(replace(algorithm, vectorised=False), fresh(), pending)
+    assert decisions(algorithm, fresh(), pending) == expected
+
+
 def test_a_thousand_nodes_with_minimum_feasible_search_match() -> None:
     """Above 100 nodes the search stops early (numFeasibleNodesToFind): both paths stop at the same node."""
     rng = random.Random(3)

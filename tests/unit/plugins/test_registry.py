@@ -57,7 +57,10 @@ from kubesched.plugins.volume_binding import (
     ERR_REASON_UNBOUND_IMMEDIATE,
     CheckVolumeBinding,
 )
-from kubesched.plugins.volume_restrictions import ERR_REASON_DISK_CONFLICT
+from kubesched.plugins.volume_restrictions import (
+    ERR_REASON_DISK_CONFLICT,
+    ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT,
+)
 from kubesched.plugins.volume_zone import ERR_REASON_VOLUME_ZONE, NoVolumeZoneConflict
 
 UNTOLERATED = err_reason_untolerated(Taint("dedicated", "gpu", "NoSchedule"))
@@ -120,6 +123,7 @@ RESOLVABLE = [
     ERR_REASON_TOO_MANY_PODS,
     ERR_REASON_PORTS,
     ERR_REASON_DISK_CONFLICT,
+    ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT,
     ERR_REASON_SERVICE_AFFINITY,
     ERR_REASON_AFFINITY_NOT_MATCH,
     ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH,
@@ -148,7 +152,8 @@ def test_every_reason_preemption_knew_is_still_unresolvable(reason: str) -> None
 
 
 def test_the_declared_reasons_are_exactly_those_preemption_knew() -> None:
-    assert registry.UNRESOLVABLE_REASONS == UNRESOLVABLE_BEFORE
+    declared = frozenset().union(*(cls.unresolvable_reasons for cls in registry.PREDICATE_CLASSES))
+    assert declared == UNRESOLVABLE_BEFORE
 
 
 @pytest.mark.parametrize("reason", RESOLVABLE)
@@ -158,7 +163,8 @@ def test_other_reasons_leave_room_for_preemption(reason: str) -> None:
 
 
 def test_pod_dependent_predicates() -> None:
-    assert {"MatchInterPodAffinity", "EvenPodsSpread", "CheckServiceAffinity"} == registry.POD_DEPENDENT
+    pod_dependent = {cls.name for cls in registry.PREDICATE_CLASSES if cls.pod_dependent}
+    assert {"MatchInterPodAffinity", "EvenPodsSpread", "CheckServiceAffinity"} == pod_dependent
 
 
 def test_requeue_kinds() -> None:
@@ -168,6 +174,8 @@ def test_requeue_kinds() -> None:
         "Service",
         "StorageClass",
         "CSINode",
+        "CSIDriver",
+        "CSIStorageCapacity",
     } == registry.REQUEUE_KINDS
 
 

@@ -1,18 +1,23 @@
-"""VolumeRestrictions (kube-scheduler 1.20 pkg/scheduler/framework/plugins/volumerestrictions/).
+"""VolumeRestrictions (kube-scheduler 1.20 pkg/scheduler/framework/plugins/volumerestrictions/,
+with 1.32's ReadWriteOncePod check).
 
-Predicate NoDiskConflict: a GCE PD, EBS, iSCSI or RBD disk already mounted on the node.
+Predicate NoDiskConflict: a GCE PD, EBS, iSCSI or RBD disk already mounted on the node; a
+ReadWriteOncePod claim already used by another pod.
 
-Reason: ERR_REASON_DISK_CONFLICT.
+Reasons: ERR_REASON_DISK_CONFLICT, ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT (both resolvable by
+preemption); a claim with no PVC rejects the pod everywhere.
 """
 
 from __future__ import annotations
 
 from kubesched.plugins.volume_restrictions.filtering import (
     ERR_REASON_DISK_CONFLICT,
+    ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT,
     NoDiskConflict,
 )
 
 __all__ = [
     "ERR_REASON_DISK_CONFLICT",
+    "ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT",
     "NoDiskConflict",
 ]
