@@ -55,6 +55,9 @@ async def test_the_same_failure_five_times_is_one_event_with_a_count_of_five(
     assert event["type"] == WARNING and event["source"] == {"component": NOBODY}
     assert event["involvedObject"]["uid"] == pod.uid
     assert event["firstTimestamp"] <= event["lastTimestamp"]
+    # The API server keeps the series the repeats carry (core/v1 validates it loosely: this checks
+    # that it is stored as written, not dropped).
+    assert event["series"]["count"] == 5 and event["series"]["lastObservedTime"].endswith("Z")
 
 
 async def test_twelve_similar_failures_end_in_one_combined_event(
@@ -94,6 +97,7 @@ async def test_a_repeat_of_an_event_deleted_meanwhile_creates_it_again_with_the_
     (second,) = await wait_for(again, timeout=20, interval=0.2, message="the event created again")
     assert second["metadata"]["name"] == name
     assert second["firstTimestamp"] == first["firstTimestamp"]
+    assert "series" not in first and second["series"]["count"] == 2
 
 
 async def test_unschedulable_sets_the_pod_scheduled_condition(

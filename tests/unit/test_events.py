@@ -120,7 +120,10 @@ async def test_a_repeated_event_patches_the_count_of_the_one_written() -> None:
     patches = server.patches("event")
     assert [path for path, _ in patches] == [f"/api/v1/namespaces/ns/events/{posted['metadata']['name']}"] * 4
     assert [body["count"] for _, body in patches] == [2, 3, 4, 5]
-    assert set(patches[0][1]) == {"count", "lastTimestamp", "message"}
+    assert set(patches[0][1]) == {"count", "lastTimestamp", "message", "series"}
+    assert [body["series"]["count"] for _, body in patches] == [2, 3, 4, 5]
+    observed = patches[-1][1]["series"]["lastObservedTime"]
+    assert observed.startswith(patches[-1][1]["lastTimestamp"][:-1]) and observed.endswith("Z"), observed
     assert {content_type for _, _, _, content_type in server.requests[1:]} == {STRATEGIC_MERGE_PATCH}
     assert counted("kubesched_events_total", "aggregated") - before == 4
 
@@ -137,6 +140,7 @@ async def test_a_patch_of_an_event_gone_from_the_server_posts_it_again_with_the_
     first, again = server.posts()
     assert again["metadata"]["name"] == first["metadata"]["name"]
     assert (again["count"], again["firstTimestamp"]) == (2, first["firstTimestamp"])
+    assert "series" not in first and again["series"]["count"] == 2
 
 
 async def test_many_similar_events_are_combined_into_one() -> None:

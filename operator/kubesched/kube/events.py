@@ -3,9 +3,10 @@
 Events are written as client-go's recorder writes them (`tools/record/event.go`): each is
 correlated first (`event_correlator.py`), so that a repeat raises the `count` and `lastTimestamp`
 of the Event already written (a PATCH; a POST again if that Event is gone), many similar ones
-are combined into one, and a flood about one pod is cut by a spam filter. Like the legacy
-recorder, a repeat is counted in `count`; `series` is left out, as it belongs to the
-events.k8s.io semantics that core/v1 readers such as `kubectl describe` do not use.
+are combined into one, and a flood about one pod is cut by a spam filter. A repeat also carries
+`series` (its count and last observation), as the events.k8s.io recorder kube-scheduler uses
+writes it (`tools/events`): `kubectl describe` reads `count`, newer readers `series`. A first
+occurrence has none, as there.
 
 Off the hot path: the scheduling loop only appends to a bounded hand-off queue (no await, no
 lock, no system call) and never waits for an event. A thread with an event loop, API client and
@@ -344,6 +345,7 @@ class Recorder:
                 "count": correlation.count,
                 "lastTimestamp": rfc3339(event.timestamp),
                 "message": correlation.event.message[:MESSAGE_LIMIT],
+                "series": series(correlation.count, event.timestamp),
             }
             name_path = f"{path}/{correlation.name}"
             status, reply = await self._send(send, limiter, "PATCH", name_path, patch, STRATEGIC_MERGE_PATCH)
@@ -434,7 +436,7 @@ class Recorder:
 def event_body(correlation: Correlation) -> dict[str, Any]:
     """The core/v1 Event to create for a correlated event."""
     event, ref = correlation.event, correlation.event.involved
-    return {
+    body: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Event",
         "metadata": {"name": correlation.name, "namespace": ref.namespace},
@@ -457,3 +459,12 @@ def event_body(correlation: Correlation) -> dict[str, Any]:
         "lastTimestamp": rfc3339(event.timestamp),
         "count": correlation.count,
     }
+    if correlation.count > 1:  # created again after the one written expired: still a series
+        body["series"] = series(correlation.count, event.timestamp)
+    return body
+
+
+def series(count: int, seconds: float) -> dict[str, Any]:
+    """An EventSeries: how many times the event was seen, and when last (a MicroTime)."""
+    at = datetime.fromtimestamp(seconds, UTC)
+    return {"count": count, "lastObservedTime": at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")}
