@@ -15,6 +15,18 @@ from kubesched_dev.fixtures import wait_for
 
 from .replicas import Bind
 
+# A SIGKILLed leader's binds sent this long before the kill may miss their Scheduled event: it
+# was still queued in the process, and the recorder runs a few seconds behind the binds when
+# three replicas and a burst of pod creations load the API server.
+KILLED_EVENTS_WINDOW = 5.0
+
+
+def sent_before_kill(binds: Collection[Bind], killed_at: float) -> set[str]:
+    """The pods (names) of `binds` sent in the last KILLED_EVENTS_WINDOW seconds before `killed_at`."""
+    return {
+        b.pod.split("/", 1)[1] for b in binds if killed_at - KILLED_EVENTS_WINDOW <= b.sent_at <= killed_at
+    }
+
 
 @dataclass(frozen=True)
 class ScheduledEvents:

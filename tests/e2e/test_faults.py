@@ -50,7 +50,7 @@ from .replicas import (
     pods_for,
     wait_all_bound,
 )
-from .scheduled_events import wait_scheduled_events
+from .scheduled_events import KILLED_EVENTS_WINDOW, sent_before_kill, wait_scheduled_events
 
 # One replica, always scheduling; the cache compared with a listing every few seconds.
 SOLO = ["--leader-elect=false", "--cache-reconcile-interval=3s"]
@@ -290,6 +290,12 @@ async def test_objects_deleted_during_a_watch_gap_leave_the_cache(
     recovery = logged_at(reconciled[-1]) - starting
     await report(api, namespace, [replica], "watch gap: 410 Gone, node and pod gone", 1, 59, recovery)
     print(f"API server away {back - gap_started:.1f} s (starting {back - starting:.1f} s); {removed}")
+    # Once the API server is back, every pod still there has its Scheduled event (the deleted one's
+    # went with it: events are namespaced objects of their own, so it may have one all the same).
+    gone = victim["metadata"]["name"]
+    binds = [b for b in replica.binds() if b.pod != f"{namespace}/{gone}"]
+    events = await wait_scheduled_events(api, namespace, binds)
+    print(f"Scheduled events: one for each of the {len(binds)} pods bound (waited {events.waited:.1f} s)")
 
 
 # ------------------------------------------------------------- deleted between decision and bind
@@ -351,12 +357,23 @@ async def test_a_pod_or_node_deleted_between_decision_and_bind_leaks_nothing(
     knew = min(logged_at(e) for e in requeued)
     late = [b for b in replica.binds() if b.node == doomed and b.sent_at > knew]
     assert late == [], late
+    # The end state: a pod the API server shows on the deleted node was bound there before the
+    # scheduler knew (the window above; kube-controller-manager's pod GC deletes such pods, and there
+    # is none here), never after.
+    on_doomed = {
+        f"{namespace}/{p['metadata']['name']}" for p in body["items"] if p["spec"].get("nodeName") == doomed
+    }
+    sent_before = {b.pod for b in replica.binds() if b.node == doomed and b.sent_at <= knew}
+    assert on_doomed <= sent_before, sorted(on_doomed - sent_before)
     await report(api, namespace, [replica], "node + 3 pods deleted before bind", 4, count - 3, None)
     await check_cache_consistent(api, replica)
+    binds = replica.binds()
+    await wait_scheduled_events(api, namespace, binds)
     after_delete = sum(1 for b in replica.binds() if b.node == doomed and b.sent_at > deleted_at)
     print(
         f"binds to the deleted node: {after_delete} after the DELETE (watch latency), {len(late)} once the "
-        f"scheduler knew; requeued: {len(requeued)}"
+        f"scheduler knew; pods left on it: {len(on_doomed)}; requeued: {len(requeued)}; Scheduled events: "
+        f"one for each of the {len(binds)} binds"
     )
 
 
@@ -381,12 +398,14 @@ async def leader_kills(
     await wait_for(lambda: leader_of(replicas), timeout=60, message="a leader")
     creating = asyncio.create_task(create_pods(api, pods_for(namespace, scheduler_name, pods)))
     recoveries = []
+    last_moments: set[str] = set()  # pods whose Scheduled event may have died with a killed leader
     for k in range(kills):
         group = list(replicas)
         leader = await wait_for(lambda g=group: leader_of(g), timeout=60, message="a leader")
         target = pods * (k + 1) // (kills + 1)
         await wait_for(lambda g=group, t=target: bound_count(g) >= t, timeout=300)
         killed_at = leader.signal(signal.SIGKILL)
+        last_moments |= sent_before_kill(leader.binds(), killed_at)
         replicas += start_replicas(1, scheduler_name, election_args(FAST))  # the Deployment's replacement
         alive = [r for r in replicas if r.proc.alive]
         await new_leader(alive, killed_at, timeout=60)
@@ -401,6 +420,13 @@ async def leader_kills(
     print(f"recovery after each kill (kill to the next bind): {[round(r, 2) for r in recoveries]} s")
     await check_every_pod_bound_once(api, namespace, pods, replicas, lost_in_flight=64 * kills)
     check_binds_against_leadership(replicas, history)
+    binds = [b for r in replicas for b in r.binds()]
+    events = await wait_scheduled_events(api, namespace, binds, may_miss=last_moments)
+    print(
+        f"Scheduled events: {len(binds) - len(events.missed)} of the {len(binds)} logged binds (the latest "
+        f"stored {events.worst_delay(binds):.0f} s after its bind); missing: {len(events.missed)} of the "
+        f"{len(last_moments)} the killed leaders sent in their last {KILLED_EVENTS_WINDOW:g} s"
+    )
     leader = leader_of(replicas)
     if leader is not None:
         await check_cache_consistent(api, leader)
@@ -451,6 +477,7 @@ async def test_a_hanging_extender_slows_scheduling_but_never_stops_it(
     await report(api, namespace, [replica], "extender hanging (ignorable, 300ms timeout)", count, count, None)
     print(f"{count} pods in {took:.1f} s with every filter call timing out")
     await check_cache_consistent(api, replica)
+    await wait_scheduled_events(api, namespace, replica.binds())
 
 
 @pytest.mark.timeout(300)
@@ -470,3 +497,5 @@ async def test_a_client_qps_far_below_the_load_slows_binding_but_never_stops_it(
     await report(api, namespace, [replica], f"client QPS {qps}", 1, count, None)
     print(f"{count} pods bound at {rate:.1f} binds/s under --kube-api-qps={qps}")
     await check_cache_consistent(api, replica)
+    # Events have a rate limit of their own, as low: they follow the binds, none is lost.
+    await wait_scheduled_events(api, namespace, replica.binds())

@@ -41,12 +41,7 @@ from .replicas import (
     pods_for,
     wait_all_bound,
 )
-from .scheduled_events import wait_scheduled_events
-
-# The SIGKILLed leader's binds sent this long before the kill may miss their Scheduled event: it
-# was still queued in the process, and the recorder runs a few seconds behind the binds when
-# three replicas and a burst of pod creations load the API server.
-KILLED_EVENTS_WINDOW = 5.0
+from .scheduled_events import KILLED_EVENTS_WINDOW, sent_before_kill, wait_scheduled_events
 
 
 async def failover_run(
@@ -106,9 +101,7 @@ async def failover_run(
     # before it exits); only the SIGKILLed leader's last moments' events die with it, as they would
     # with kube-scheduler.
     binds = [b for r in replicas for b in r.binds()]
-    last_moments = {
-        b.pod.split("/", 1)[1] for b in first.binds() if b.sent_at >= killed_at - KILLED_EVENTS_WINDOW
-    }
+    last_moments = sent_before_kill(first.binds(), killed_at)
     events = await wait_scheduled_events(api, namespace, binds, may_miss=last_moments)
     print(
         f"Scheduled events: {len(binds) - len(events.missed)} of the {len(binds)} logged binds (waited "
