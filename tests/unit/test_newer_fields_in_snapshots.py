@@ -1,7 +1,12 @@
 """Sidecars and 1.32's topology spread fields through snapshot files: `kubesched explain --snapshot`
 and `simulate` read pods shaped as a 1.32 API server sends them (the local 1.20 API server would
 drop these fields), a SchedulerPolicy's podTopologySpreadDefaultConstraints, and storage capacity
-(CSIDriver and CSIStorageCapacity, which the local 1.20 API server does not serve)."""
+(CSIDriver and CSIStorageCapacity, which the local 1.20 API server does not serve).
+
+The expected decisions are kube-scheduler 1.32's: requests with sidecars as
+staging/src/k8s.io/component-helpers/resource/helpers.go (PodRequests) sums them, spread as
+pkg/scheduler/framework/plugins/podtopologyspread/filtering.go and scoring.go count it, capacity
+as pkg/scheduler/framework/plugins/volumebinding/binder.go (hasEnoughCapacity) checks it."""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
 """`kubesched policy convert`: a legacy Policy file in, a SchedulerPolicy manifest out; a
 KubeSchedulerConfiguration in, one SchedulerPolicy per profile out (the conversion itself is
-tested in test_kubescheduler_config.py)."""
+tested in test_kubescheduler_config.py, against kube-scheduler 1.32's
+pkg/scheduler/apis/config/v1/default_plugins.go and the plugins' argument types in
+pkg/scheduler/apis/config/types_pluginargs.go)."""
 
 from __future__ import annotations
 
