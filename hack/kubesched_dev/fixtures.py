@@ -18,7 +18,7 @@ import itertools
 import json
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
@@ -583,3 +583,33 @@ def _uid(kind: str, name: str) -> str:
 
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+class WatchResponse:
+    """The chunked reply of a watch: one JSON event per line."""
+
+    def __init__(self, lines: list[bytes]) -> None:
+        self.status = 200
+        self._lines = lines
+
+    @property
+    def content(self) -> AsyncIterator[bytes]:
+        async def lines() -> AsyncIterator[bytes]:
+            for line in self._lines:
+                yield line
+
+        return lines()
+
+    def release(self) -> None:
+        pass
+
+
+class WatchApi:
+    """Stands in for the API client of an Informer: answers its watch request with the raw lines
+    given, as the API server streams them."""
+
+    def __init__(self, lines: list[bytes]) -> None:
+        self.lines = lines
+
+    async def call_api(self, *args: Any, **kwargs: Any) -> WatchResponse:
+        return WatchResponse(self.lines)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import Any, cast
 
 import pytest
@@ -23,7 +23,7 @@ from kubesched.model.objects import Pod, node_from_dict, pod_from_dict
 from kubesched.model.quantity import parse_quantity
 from kubesched.plugins.pod_topology_spread.filtering import DO_NOT_SCHEDULE, pod_constraints
 from kubesched.policy.compile import default_algorithm
-from kubesched_dev.fixtures import make_node
+from kubesched_dev.fixtures import WatchApi, make_node
 
 ZONE = "topology.kubernetes.io/zone"
 HASH = "pod-template-hash"
@@ -107,33 +107,6 @@ def pod_132(gates: tuple[str, ...] = ("example.com/quota",)) -> dict[str, Any]:
         "spec": spec,
         "status": {"phase": "Pending", "qosClass": "Burstable"},
     }
-
-
-class WatchResponse:
-    def __init__(self, lines: list[bytes]) -> None:
-        self.status = 200
-        self._lines = lines
-
-    @property
-    def content(self) -> AsyncIterator[bytes]:
-        async def lines() -> AsyncIterator[bytes]:
-            for line in self._lines:
-                yield line
-
-        return lines()
-
-    def release(self) -> None:
-        pass
-
-
-class WatchApi:
-    """Answers the watch request with the raw lines given."""
-
-    def __init__(self, lines: list[bytes]) -> None:
-        self.lines = lines
-
-    async def call_api(self, *args: Any, **kwargs: Any) -> WatchResponse:
-        return WatchResponse(self.lines)
 
 
 async def watched(raw: dict[str, Any]) -> Pod:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import Any, cast
 
@@ -28,7 +28,7 @@ from kubesched.plugins.scheduling_gates import GATED_CONDITION_MESSAGE
 from kubesched.policy.compile import default_algorithm
 from kubesched.runtime.queue import ACTIVE, BACKOFF, GATED, UNSCHEDULABLE, QueueSettings, SchedulingQueue
 from kubesched.runtime.scheduler import Scheduler, SchedulerSettings
-from kubesched_dev.fixtures import make_node, wait_for
+from kubesched_dev.fixtures import WatchApi, make_node, wait_for
 
 NAME = "kubesched"
 GATED_CONDITION = {
@@ -323,33 +323,6 @@ async def test_another_conflict_still_means_bound_elsewhere() -> None:
 
 
 # ------------------------------------------------------------------------------------- the watch
-
-
-class WatchResponse:
-    """The chunked reply of a watch: one JSON event per line."""
-
-    def __init__(self, lines: list[bytes]) -> None:
-        self.status = 200
-        self._lines = lines
-
-    @property
-    def content(self) -> AsyncIterator[bytes]:
-        async def lines() -> AsyncIterator[bytes]:
-            for line in self._lines:
-                yield line
-
-        return lines()
-
-    def release(self) -> None:
-        pass
-
-
-class WatchApi:
-    def __init__(self, lines: list[bytes]) -> None:
-        self.lines = lines
-
-    async def call_api(self, *args: Any, **kwargs: Any) -> WatchResponse:
-        return WatchResponse(self.lines)
 
 
 async def test_the_watch_parses_gates_from_a_raw_event_and_their_removal() -> None:
