@@ -245,6 +245,16 @@ async def test_a_nominated_pod_waits_for_its_terminating_victims_instead_of_pree
     await failed_message(api, namespace, "high", ending=ending)
     pods = await pods_by_name(api, namespace)
     assert pods["slow"]["metadata"].get("deletionTimestamp")
+    # Marked before its deletion (1.32's prepareCandidate), by the preemptor's profile.
+    marks = [c for c in pods["slow"]["status"].get("conditions") or [] if c["type"] == "DisruptionTarget"]
+    assert [(c["status"], c["reason"], c["message"]) for c in marks] == [
+        (
+            "True",
+            "PreemptionByScheduler",
+            f"{kubesched.scheduler_name}: preempting to accommodate a higher priority pod",
+        )
+    ]
+    assert marks[0].get("lastTransitionTime")
     assert pods["high"]["status"].get("nominatedNodeName") == "term-a"
     assert "other" in pods and not pods["high"]["spec"].get("nodeName")
 

@@ -122,10 +122,10 @@ async def test_a_nomination_is_written_after_the_evictions_decided_with_it(
     evictor.nominate(preemptor, "n1")
     for _ in range(20):
         await asyncio.sleep(0)
-    assert sent == ["DELETE low-a0"]
+    assert sent == ["PATCH low-a0", "DELETE low-a0"]  # its DisruptionTarget mark, then the deletion
     deleted.set()
     await evictor.close()
-    assert sent[0] == "DELETE low-a0" and sorted(sent[1:]) == ["PATCH m0", "PATCH m1"]
+    assert sent[:2] == ["PATCH low-a0", "DELETE low-a0"] and sorted(sent[2:]) == ["PATCH m0", "PATCH m1"]
 
 
 async def test_clearing_a_nomination_waits_for_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -144,6 +144,6 @@ async def test_clearing_a_nomination_waits_for_nothing(monkeypatch: pytest.Monke
     evictor.nominate(member("m0"), "")
     for _ in range(20):
         await asyncio.sleep(0)
-    assert sorted(sent) == ["DELETE", "PATCH"]
+    assert sorted(sent) == ["DELETE", "PATCH", "PATCH"]  # the victim's mark, and the cleared nomination
     deleted.set()
     await evictor.close()

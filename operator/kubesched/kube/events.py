@@ -45,6 +45,7 @@ from kubesched.kube.event_correlator import (
     ObjectReference,
     spam_key_by_reason,
 )
+from kubesched.kube.pod_conditions import condition_patch
 from kubesched.model.objects import Pod
 from kubesched.telemetry import metrics
 
@@ -377,21 +378,7 @@ class Recorder:
         # From here on a new patch for this pod is queued again, even an identical one.
         self._conditions_queued.pop(key, None)
         pod = item.pod
-        # Strategic merge keyed on `type`: the kubelet's other conditions stay as they are.
-        body = {
-            "status": {
-                "conditions": [
-                    {
-                        "type": "PodScheduled",
-                        "status": "False",
-                        "reason": item.reason,
-                        "message": item.message,
-                        "lastProbeTime": None,
-                        "lastTransitionTime": now_rfc3339(),
-                    }
-                ]
-            }
-        }
+        body = condition_patch("PodScheduled", "False", item.reason, item.message, at=now_rfc3339())
         path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/status"
         status, reply = await self._send(send, limiter, "PATCH", path, body, STRATEGIC_MERGE_PATCH)
         if status < 300:

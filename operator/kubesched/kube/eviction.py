@@ -3,6 +3,11 @@
 As kube-scheduler 1.20's PrepareCandidate and recordSchedulingFailure do: each victim is deleted
 with its default grace period and gets a `Preempted` event ("Preempted by ns/pod on node n");
 the preemptor's `status.nominatedNodeName` is set (cleared when preemption cannot help it).
+Before its deletion a victim is marked with the condition DisruptionTarget=True, reason
+PreemptionByScheduler, as 1.32's prepareCandidate does (PodDisruptionConditions, GA in 1.31), so
+that Job pod failure policies and `kubectl describe` tell a preemption from a crash. A victim whose
+mark fails is not deleted; one already gone counts as evicted (later releases treat a 404 on the
+mark so, and kubesched a 404 on the delete).
 Requests go out in the background, through the client's rate limiter; failures are logged,
 and the next scheduling cycle sees whatever the watches then report.
 """
@@ -18,17 +23,25 @@ from typing import Any
 import structlog
 from kubernetes_asyncio import client
 
-from kubesched.kube.client import MERGE_PATCH, TokenBucket, request
-from kubesched.kube.events import NORMAL, Recorder
+from kubesched.kube.client import MERGE_PATCH, STRATEGIC_MERGE_PATCH, TokenBucket, request
+from kubesched.kube.events import NORMAL, Recorder, now_rfc3339
+from kubesched.kube.pod_conditions import condition_patch
 from kubesched.model.objects import Pod
 
 log = structlog.get_logger(__name__)
 
 PREEMPTED = "Preempted"
+DISRUPTION_TARGET = "DisruptionTarget"
+PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 
 
 def preempted_message(preemptor: Pod, node_name: str) -> str:
     return f"Preempted by {preemptor.namespace}/{preemptor.name} on node {node_name}"
+
+
+def disruption_message(preemptor: Pod) -> str:
+    """The DisruptionTarget condition's message: the preemptor's profile, as 1.32 writes it."""
+    return f"{preemptor.scheduler_name}: preempting to accommodate a higher priority pod"
 
 
 class Evictor:
@@ -68,8 +81,11 @@ class Evictor:
         for task in list(self._tasks):
             task.cancel()
 
+    def _acting(self) -> bool:
+        return self._may_act is None or self._may_act()
+
     def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None] | None:
-        if self._may_act is not None and not self._may_act():
+        if not self._acting():
             work.close()  # a term that just ended: the next leader decides again
             return None
         task = asyncio.create_task(work)
@@ -78,6 +94,11 @@ class Evictor:
         return task
 
     async def _evict(self, victim: Pod, preemptor: Pod, node_name: str) -> None:
+        if not await self._mark_disruption_target(victim, preemptor):
+            return
+        if not self._acting():  # the term ended while the mark was written: the next leader decides
+            log.info("preemption_abandoned", pod=victim.key, preemptor=preemptor.key, reason="not leader")
+            return
         body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": victim.uid}}
         path = f"/api/v1/namespaces/{victim.namespace}/pods/{victim.name}"
         try:
@@ -101,6 +122,38 @@ class Evictor:
         # Reported by the preemptor's profile, whatever scheduler placed the victim.
         reporter = replace(victim, scheduler_name=preemptor.scheduler_name)
         self._recorder.event(reporter, NORMAL, PREEMPTED, preempted_message(preemptor, node_name))
+
+    async def _mark_disruption_target(self, victim: Pod, preemptor: Pod) -> bool:
+        """Whether the victim is to be deleted now: marked, or else (gone, failed) not.
+
+        As 1.32's prepareCandidate, a mark that fails leaves the victim undeleted, with an error
+        logged; unlike 1.32 the preemptor's nomination is still written, as after a failed delete.
+        """
+        message = disruption_message(preemptor)
+        body = condition_patch(
+            DISRUPTION_TARGET, "True", PREEMPTION_BY_SCHEDULER, message, at=now_rfc3339(), uid=victim.uid
+        )
+        path = f"/api/v1/namespaces/{victim.namespace}/pods/{victim.name}/status"
+        try:
+            await self._limiter.acquire()
+            status, reply = await request(self._api, "PATCH", path, body, content_type=STRATEGIC_MERGE_PATCH)
+        except Exception as exc:
+            log.warning(
+                "preemption_condition_failed", pod=victim.key, preemptor=preemptor.key, error=repr(exc)
+            )
+            return False
+        if status == 404:  # already gone: evicted
+            return False
+        if status >= 300:  # 422 too for a new pod of the same name: not ours to delete
+            log.warning(
+                "preemption_condition_failed",
+                pod=victim.key,
+                preemptor=preemptor.key,
+                status=status,
+                error=reply,
+            )
+            return False
+        return True
 
     async def _nominate(self, pod: Pod, node_name: str) -> None:
         if node_name and self._evictions:
