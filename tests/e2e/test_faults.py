@@ -50,7 +50,7 @@ from .replicas import (
     pods_for,
     wait_all_bound,
 )
-from .scheduled_events import KILLED_EVENTS_WINDOW, sent_before_kill, wait_scheduled_events
+from .scheduled_events import wait_scheduled_events
 
 # One replica, always scheduling; the cache compared with a listing every few seconds.
 SOLO = ["--leader-elect=false", "--cache-reconcile-interval=3s"]
@@ -398,14 +398,17 @@ async def leader_kills(
     await wait_for(lambda: leader_of(replicas), timeout=60, message="a leader")
     creating = asyncio.create_task(create_pods(api, pods_for(namespace, scheduler_name, pods)))
     recoveries = []
-    last_moments: set[str] = set()  # pods whose Scheduled event may have died with a killed leader
+    # A killed leader's queued events die with it; during a burst of creations its recorder may run
+    # more behind than the HA test's window allows, so any of its binds may lack one. The
+    # survivors' binds may not.
+    killed_binds: set[str] = set()
     for k in range(kills):
         group = list(replicas)
         leader = await wait_for(lambda g=group: leader_of(g), timeout=60, message="a leader")
         target = pods * (k + 1) // (kills + 1)
         await wait_for(lambda g=group, t=target: bound_count(g) >= t, timeout=300)
         killed_at = leader.signal(signal.SIGKILL)
-        last_moments |= sent_before_kill(leader.binds(), killed_at)
+        killed_binds |= {b.pod.split("/", 1)[1] for b in leader.binds()}
         replicas += start_replicas(1, scheduler_name, election_args(FAST))  # the Deployment's replacement
         alive = [r for r in replicas if r.proc.alive]
         await new_leader(alive, killed_at, timeout=60)
@@ -421,11 +424,11 @@ async def leader_kills(
     await check_every_pod_bound_once(api, namespace, pods, replicas, lost_in_flight=64 * kills)
     check_binds_against_leadership(replicas, history)
     binds = [b for r in replicas for b in r.binds()]
-    events = await wait_scheduled_events(api, namespace, binds, may_miss=last_moments)
+    events = await wait_scheduled_events(api, namespace, binds, may_miss=killed_binds)
     print(
         f"Scheduled events: {len(binds) - len(events.missed)} of the {len(binds)} logged binds (the latest "
         f"stored {events.worst_delay(binds):.0f} s after its bind); missing: {len(events.missed)} of the "
-        f"{len(last_moments)} the killed leaders sent in their last {KILLED_EVENTS_WINDOW:g} s"
+        f"{len(killed_binds)} binds of the killed leaders"
     )
     leader = leader_of(replicas)
     if leader is not None:
