@@ -101,22 +101,11 @@ class Evictor:
             return
         body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": victim.uid}}
         path = f"/api/v1/namespaces/{victim.namespace}/pods/{victim.name}"
-        try:
-            await self._limiter.acquire()
-            status, reply = await request(self._api, "DELETE", path, body)
-        except Exception as exc:
-            log.warning("preemption_delete_failed", pod=victim.key, preemptor=preemptor.key, error=repr(exc))
-            return
-        if status == 404 or status == 409:  # already gone, or a new pod of the same name
-            return
-        if status >= 300:
-            log.warning(
-                "preemption_delete_failed",
-                pod=victim.key,
-                preemptor=preemptor.key,
-                status=status,
-                error=reply,
-            )
+        # 404: already gone; 409: a new pod of the same name (the uid precondition).
+        status = await self._send(
+            "preemption_delete_failed", victim, preemptor, "DELETE", path, body, {404, 409}
+        )
+        if status is None or status >= 300:
             return
         log.info("pod_preempted", pod=victim.key, preemptor=preemptor.key, node=node_name)
         # Reported by the preemptor's profile, whatever scheduler placed the victim.
@@ -134,26 +123,42 @@ class Evictor:
             DISRUPTION_TARGET, "True", PREEMPTION_BY_SCHEDULER, message, at=now_rfc3339(), uid=victim.uid
         )
         path = f"/api/v1/namespaces/{victim.namespace}/pods/{victim.name}/status"
+        # 404: already gone, so evicted; any refusal (a 422 too, for a new pod of the same name)
+        # leaves it undeleted: not ours to delete.
+        status = await self._send(
+            "preemption_condition_failed",
+            victim,
+            preemptor,
+            "PATCH",
+            path,
+            body,
+            {404},
+            STRATEGIC_MERGE_PATCH,
+        )
+        return status is not None and status < 300
+
+    async def _send(
+        self,
+        failed: str,
+        victim: Pod,
+        preemptor: Pod,
+        method: str,
+        path: str,
+        body: Any,
+        quiet: set[int],
+        content_type: str = "application/json",
+    ) -> int | None:
+        """One request about `victim`, through the rate limiter: its status, or None when it got no
+        reply. No reply, and a status of 300 or more but those in `quiet`, are logged as `failed`."""
         try:
             await self._limiter.acquire()
-            status, reply = await request(self._api, "PATCH", path, body, content_type=STRATEGIC_MERGE_PATCH)
+            status, reply = await request(self._api, method, path, body, content_type=content_type)
         except Exception as exc:
-            log.warning(
-                "preemption_condition_failed", pod=victim.key, preemptor=preemptor.key, error=repr(exc)
-            )
-            return False
-        if status == 404:  # already gone: evicted
-            return False
-        if status >= 300:  # 422 too for a new pod of the same name: not ours to delete
-            log.warning(
-                "preemption_condition_failed",
-                pod=victim.key,
-                preemptor=preemptor.key,
-                status=status,
-                error=reply,
-            )
-            return False
-        return True
+            log.warning(failed, pod=victim.key, preemptor=preemptor.key, error=repr(exc))
+            return None
+        if status >= 300 and status not in quiet:
+            log.warning(failed, pod=victim.key, preemptor=preemptor.key, status=status, error=reply)
+        return status
 
     async def _nominate(self, pod: Pod, node_name: str) -> None:
         if node_name and self._evictions:

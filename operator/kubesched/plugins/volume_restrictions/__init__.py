@@ -5,7 +5,7 @@ Predicate NoDiskConflict: a GCE PD, EBS, iSCSI or RBD disk already mounted on th
 ReadWriteOncePod claim already used by another pod.
 
 Reasons: ERR_REASON_DISK_CONFLICT, ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT (both resolvable by
-preemption); a claim with no PVC rejects the pod everywhere.
+preemption); a claim with no PVC is left to CheckVolumeBinding, as in 1.20.
 """
 
 from __future__ import annotations

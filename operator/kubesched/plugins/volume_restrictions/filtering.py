@@ -93,19 +93,16 @@ def read_write_once_pod_claims(pod: Pod, objects: ClusterObjects) -> frozenset[s
     return frozenset(found)
 
 
-def claim_refs(pods: Iterable[Pod], namespace: str, claims: frozenset[str]) -> int:
-    """How many volumes of `pods` name one of `claims` of `namespace` (NodeInfo.PVCRefCounts).
+def claim_uses(pods: Iterable[Pod], namespace: str, claims: frozenset[str]) -> Iterator[str]:
+    """The claim named by each volume of `pods` that names one of `claims` of `namespace`
+    (NodeInfo.PVCRefCounts, one per reference).
 
     1.32's AddPod and RemovePod match the claim name alone; a pod of another namespace using a
     claim of the same name is another claim's user, so it is not counted here.
     """
-    return sum(
-        1
-        for other in pods
-        if other.volumes and other.namespace == namespace
-        for name in claim_names(other)
-        if name in claims
-    )
+    for other in pods:
+        if other.volumes and other.namespace == namespace:
+            yield from (name for name in claim_names(other) if name in claims)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +128,7 @@ class VolumeRestrictionsState:
         elsewhere = self.conflicting - refs.get(node.name, 0)
         if elsewhere > 0:
             return elsewhere
-        return elsewhere + claim_refs(node.pods.values(), self.namespace, self.claims)
+        return elsewhere + sum(1 for _ in claim_uses(node.pods.values(), self.namespace, self.claims))
 
 
 def volume_restrictions_state(pod: Pod, snapshot: Snapshot) -> VolumeRestrictionsState | None:
@@ -144,15 +141,10 @@ def volume_restrictions_state(pod: Pod, snapshot: Snapshot) -> VolumeRestriction
     used: set[str] = set()
     refs_by_node: dict[str, int] = {}
     for info in snapshot.nodes:
-        refs = 0
-        for other in info.pods.values():
-            if not other.volumes or other.namespace != pod.namespace:
-                continue
-            named = [name for name in claim_names(other) if name in claims]
+        named = list(claim_uses(info.pods.values(), pod.namespace, claims))
+        if named:
             used.update(named)
-            refs += len(named)
-        if refs:
-            refs_by_node[info.name] = refs
+            refs_by_node[info.name] = len(named)
     if not disks and not used:
         return None
     return VolumeRestrictionsState(disks, pod.namespace, claims, len(used), refs_by_node)
