@@ -145,6 +145,10 @@ _table_or_json_option: Final = click.option(
 )
 def run(**flags: Any) -> None:
     """Run the scheduler."""
+    from kubesched.kube import early_listing
+
+    # Before the imports below, which take about a second: the server answers meanwhile.
+    early = early_listing.start(flags.get("kubeconfig"))
     from kubesched.app.settings import RunSettings
 
     settings = RunSettings.from_flags(flags)
@@ -172,7 +176,7 @@ def run(**flags: Any) -> None:
     try:
         from kubesched.app.run import run_scheduler
 
-        asyncio.run(run_scheduler(settings))
+        asyncio.run(run_scheduler(settings, early=early))
     except PolicyError as exc:
         raise click.ClickException(f"{scheduling.policy_config_file}: {exc}") from exc
     except KeyboardInterrupt:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from kubernetes_asyncio import client
 
-from kubesched.kube.client import api_client, environment_proxy
+from kubesched.kube.client import api_client
+from kubesched.kube.early_listing import environment_proxy
 
 
 def test_a_proxy_comes_from_the_environment_unless_no_proxy_exempts_the_host(

@@ -21,7 +21,8 @@ import kopf
 import structlog
 from kubernetes_asyncio.client import ApiClient
 
-from kubesched.kube.client import LIST_PAGE, request
+from kubesched.kube.client import request
+from kubesched.kube.early_listing import LIST_PAGE
 from kubesched.model.kinds import WATCHED_OBJECTS, WatchedKind
 from kubesched.policy.controller import PolicyController
 from kubesched.policy.store import API_GROUP, API_VERSION, PLURAL

@@ -16,6 +16,7 @@ from kubesched.app.settings import RunSettings
 from kubesched.app.startup import initial_sync, keep_reconciling, sync_bound_pods
 from kubesched.kube.binding import Binder
 from kubesched.kube.client import TokenBucket, api_client, connection_info, load_configuration
+from kubesched.kube.early_listing import EarlyListings
 from kubesched.kube.election import ElectionThread
 from kubesched.kube.events import Recorder
 from kubesched.kube.eviction import Evictor
@@ -39,8 +40,10 @@ from kubesched.telemetry.looplag import LoopLagMonitor, freeze_long_lived, tune_
 log = structlog.get_logger("kubesched")
 
 
-async def run_scheduler(settings: RunSettings) -> None:
-    """Run the scheduler process until SIGINT or SIGTERM, or until its scheduling loop fails."""
+async def run_scheduler(settings: RunSettings, *, early: EarlyListings | None = None) -> None:
+    """Run the scheduler process until SIGINT or SIGTERM, or until its scheduling loop fails.
+
+    `early`: the start-up sync's first node and pod requests, if sent already (early_listing.py)."""
     if settings.scheduling.policy_config_file:
         algorithm = compile_policy(
             load_policy_file(settings.scheduling.policy_config_file), transport=HTTPTransport
@@ -130,7 +133,7 @@ async def run_scheduler(settings: RunSettings) -> None:
             )
             await groups.list()  # before the pods: a member never finds its group missing
             informers.append(groups)
-        await initial_sync(api, scheduler, nodes, pods, kinds)
+        await initial_sync(api, scheduler, nodes, pods, kinds, early=early)
         watches = [asyncio.create_task(w.run(), name=f"watch {w.path}") for w in informers]
         freeze_long_lived()
         synced.set()

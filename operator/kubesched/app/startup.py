@@ -15,6 +15,7 @@ from typing import Any
 import structlog
 from kubernetes_asyncio import client
 
+from kubesched.kube.early_listing import EarlyListings
 from kubesched.kube.informer import Informer
 from kubesched.kube.listing import (
     Listing,
@@ -38,16 +39,18 @@ async def initial_sync(
     nodes: Informer,
     pods: Informer,
     kinds: Sequence[WatchedKind] = WATCHED_OBJECTS,
+    early: EarlyListings | None = None,
 ) -> dict[str, int]:
     """Fill the cache: the objects of `kinds` the plugins read, then nodes and pods through their
     watches' listings. Returns how many objects of each resource were listed.
 
     Every collection is listed at once, so the first cycle waits for the slowest listing rather
-    than for their sum; the event loop still feeds one page at a time."""
-    nodes_listed = asyncio.ensure_future(nodes.list(from_cache=True))
+    than for their sum; the event loop still feeds one page at a time. `early`: the node and pod
+    listings' first requests, if `kubesched run` sent them before its imports."""
+    nodes_listed = asyncio.ensure_future(nodes.list(from_cache=True, early=early))
     # Nodes before pods, so bound pods land on known nodes rather than in the orphan list: the pods'
     # pages are fetched meanwhile and fed after. Each watch starts from its listing.
-    pods_listed = asyncio.ensure_future(pods.list(after=nodes_listed, from_cache=True))
+    pods_listed = asyncio.ensure_future(pods.list(after=nodes_listed, from_cache=True, early=early))
     kinds_listed = [asyncio.ensure_future(_list_kind(api, scheduler, watched)) for watched in kinds]
     listings = [nodes_listed, pods_listed, *kinds_listed]
     try:
@@ -70,7 +73,7 @@ async def _list_kind(api: client.ApiClient, scheduler: Scheduler, watched: Watch
     handle = _object_handler(scheduler, watched.kind)
     listed = 0
     try:
-        async for page, _ in list_pages(api, watched.path, from_cache=True, **watched.query):
+        async for page, _ in list_pages(api, watched.path, query=watched.query, from_cache=True):
             await feed_page(page, handle)
             listed += len(page)
     except NotServed:

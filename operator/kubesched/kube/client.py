@@ -6,20 +6,15 @@ import asyncio
 import json
 import os
 import time
-import urllib.parse
-import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import kopf
 from kubernetes_asyncio import client, config
 
-IN_CLUSTER_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
-# Objects per listing request, ours and Kopf's. Each page is parsed in one piece on the event loop,
-# and the garbage collector runs inside the parse: the page size bounds how long the loop stalls.
-LIST_PAGE = 100
+from kubesched.kube.early_listing import IN_CLUSTER_TOKEN, environment_proxy
+
 # Replies longer than this (characters of JSON) are decoded off the event loop.
 BIG_BODY = 1 << 20
 # Patch content types. A strategic merge patch merges lists by key (a pod's conditions); a JSON
@@ -55,16 +50,6 @@ def api_client(conf: client.Configuration) -> client.ApiClient:
     api = client.ApiClient(conf)
     api.rest_client.pool_manager._trust_env = False
     return api
-
-
-def environment_proxy(url: str) -> str | None:
-    """HTTPS_PROXY / HTTP_PROXY for `url`, unless NO_PROXY exempts its host."""
-    parts = urllib.parse.urlsplit(url)
-    proxies = urllib.request.getproxies_environment()
-    bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]  # not in typeshed
-    if not parts.hostname or bypass(parts.netloc, proxies):
-        return None
-    return proxies.get(parts.scheme or "https")
 
 
 def connection_info(conf: client.Configuration) -> kopf.ConnectionInfo:

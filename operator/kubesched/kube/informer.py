@@ -24,6 +24,7 @@ import aiohttp
 import structlog
 from kubernetes_asyncio import client
 
+from kubesched.kube.early_listing import EarlyListings
 from kubesched.kube.listing import SLICE, Listing, feed_page, list_pages, uid_of
 
 log = structlog.get_logger(__name__)
@@ -62,18 +63,27 @@ class Informer:
         self.relists = 0
         self.failures = 0
 
-    async def list(self, after: asyncio.Future[Any] | None = None, *, from_cache: bool = False) -> int:
+    async def list(
+        self,
+        after: asyncio.Future[Any] | None = None,
+        *,
+        from_cache: bool = False,
+        early: EarlyListings | None = None,
+    ) -> int:
         """Feed every object, a page at a time; the watch starts from this listing. Returns how many.
 
         `after`: feed nothing before it is done, while fetching on (the start-up lists pods while
         nodes are fed, and feeds them after: a bound pod then lands on a known node).
         `from_cache`: from the watch cache (listing.list_pages): the start-up's listing, never a
-        re-listing after a 410, which must not go back in time."""
+        re-listing after a 410, which must not go back in time; `early`: where its first request
+        may have been sent already (early_listing.py)."""
         count = 0
         keys: set[str] = set()
         version = ""
         held: Pages = []
-        async for page, page_version in list_pages(self.api, self.path, from_cache=from_cache, **self.query):
+        async for page, page_version in list_pages(
+            self.api, self.path, query=self.query, from_cache=from_cache, early=early
+        ):
             version = version or page_version
             keys.update(map(self.key, page))
             count += len(page)

@@ -23,9 +23,13 @@ from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mappi
 from dataclasses import dataclass
 from typing import Any, Final
 
+import structlog
 from kubernetes_asyncio import client
 
-from kubesched.kube.client import LIST_PAGE, request
+from kubesched.kube.client import request
+from kubesched.kube.early_listing import LIST_PAGE, EarlyListings
+
+log = structlog.get_logger(__name__)
 
 SLICE: Final = 100  # objects handled between yields to the event loop: hundreds of nodes at once stall it
 
@@ -44,14 +48,19 @@ async def list_versioned(api: client.ApiClient, path: str, **query: str) -> tupl
     later pages are served from the same snapshot)."""
     items: list[dict[str, Any]] = []
     version = ""
-    async for page, page_version in list_pages(api, path, from_cache=False, **query):
+    async for page, page_version in list_pages(api, path, query=query):
         items.extend(page)
         version = version or page_version
     return items, version
 
 
 async def list_pages(
-    api: client.ApiClient, path: str, *, from_cache: bool = False, **query: str
+    api: client.ApiClient,
+    path: str,
+    *,
+    query: Mapping[str, str] | None = None,
+    from_cache: bool = False,
+    early: EarlyListings | None = None,
 ) -> AsyncIterator[tuple[list[dict[str, Any]], str]]:
     """The objects at a collection path a page at a time, each with the listing's resourceVersion:
     a caller that handles each page as it comes holds one page, not the whole listing.
@@ -59,16 +68,19 @@ async def list_pages(
     `from_cache`: served from the API server's watch cache (`resourceVersion=0`), as client-go's
     informers list at start-up: no etcd read, at the price of a listing that may be a moment old
     (the watch that follows it catches up). Kubernetes 1.20 serves it in one piece, whatever the
-    limit."""
+    limit.
+
+    `early`: where the first request may have been sent already (early_listing.py)."""
     token = ""
     first = True
     while True:
-        params: list[tuple[str, Any]] = [("limit", LIST_PAGE), *query.items()]
+        params: list[tuple[str, Any]] = [("limit", LIST_PAGE), *(query or {}).items()]
         if from_cache:
             params.append(("resourceVersion", "0"))
         if token:
             params.append(("continue", token))
-        status, body = await request(api, "GET", path, query=params, timeout=60)
+        early_reply = await _early_reply(early, path, params) if first else None
+        status, body = early_reply or await request(api, "GET", path, query=params, timeout=60)
         if status == 404 and first:
             raise NotServed(f"{path} is not served by this API server")
         if status >= 300:
@@ -86,6 +98,22 @@ async def list_pages(
         token = meta.get("continue") or ""
         if not token:
             return
+
+
+async def _early_reply(
+    early: EarlyListings | None, path: str, params: list[tuple[str, Any]]
+) -> tuple[int, Any] | None:
+    """The successful reply sent early to this very request, if any: otherwise it is sent now, and
+    any failure is reported as the request's own."""
+    reply = early.take(path, params) if early is not None else None
+    if reply is None:
+        return None
+    try:
+        status, body = await asyncio.wrap_future(reply)
+    except Exception as exc:
+        log.info("early_listing_unused", path=path, error=repr(exc))
+        return None
+    return (status, body) if 200 <= status < 300 and isinstance(body, dict) else None
 
 
 async def feed_page(page: list[dict[str, Any]], handle: Callable[[dict[str, Any]], None]) -> None:

@@ -1,0 +1,146 @@
+"""Which kubeconfigs the start-up's early listings can use, and what they send."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kubesched.kube import early_listing
+from kubesched.kube.early_listing import Endpoint, cache_listing, endpoint, from_kubeconfig, sync_requests
+from kubesched.model.kinds import NODES, PODS
+
+
+def kubeconfig(cluster: dict[str, Any], user: dict[str, Any] | None) -> dict[str, Any]:
+    context: dict[str, Any] = {"cluster": "c", "namespace": "default"}
+    if user is not None:
+        context["user"] = "u"
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {"name": "other", "cluster": {"server": "https://wrong:1"}},
+            {"name": "c", "cluster": cluster},
+        ],
+        "users": [{"name": "u", "user": user or {}}],
+        "contexts": [{"name": "x", "context": {"cluster": "other"}}, {"name": "ctx", "context": context}],
+        "current-context": "ctx",
+    }
+
+
+@pytest.fixture(autouse=True)
+def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_a_token_and_a_ca_file_relative_to_the_kubeconfig() -> None:
+    doc = kubeconfig(
+        {"server": "https://10.0.0.1:6443/prefix/", "certificate-authority": "ca.crt"}, {"token": "t0k"}
+    )
+    target = from_kubeconfig(doc, Path("/etc/kube"))
+    assert target == Endpoint(
+        scheme="https",
+        host="10.0.0.1",
+        port=6443,
+        prefix="/prefix",
+        headers={"Authorization": "Bearer t0k"},
+        ca_file="/etc/kube/ca.crt",
+    )
+
+
+def test_embedded_client_certificates_and_ca_are_decoded() -> None:
+    def b64(text: str) -> str:
+        return base64.b64encode(text.encode()).decode()
+
+    doc = kubeconfig(
+        {"server": "https://api.example", "certificate-authority-data": b64("CA PEM")},
+        {"client-certificate-data": b64("CERT"), "client-key-data": b64("KEY")},
+    )
+    target = from_kubeconfig(doc, Path("/x"))
+    assert target is not None
+    assert (target.port, target.ca_data, target.cert_data, target.headers) == (
+        443,
+        "CA PEM",
+        (b"CERT", b"KEY"),
+        {},
+    )
+
+
+def test_certificate_files_and_an_insecure_cluster() -> None:
+    doc = kubeconfig(
+        {"server": "https://h:6443", "insecure-skip-tls-verify": True},
+        {"client-certificate": "/abs/cert.pem", "client-key": "key.pem"},
+    )
+    target = from_kubeconfig(doc, Path("/cfg"))
+    assert target is not None and target.insecure
+    assert target.cert == ("/abs/cert.pem", "/cfg/key.pem")  # an absolute name stays as it is
+
+
+@pytest.mark.parametrize(
+    ("cluster", "user"),
+    [
+        ({"server": "https://h:6443"}, {"exec": {"command": "aws"}}),
+        ({"server": "https://h:6443"}, {"auth-provider": {"name": "oidc"}}),
+        ({"server": "https://h:6443"}, {"username": "a", "password": "b"}),
+        ({"server": "https://h:6443"}, {"tokenFile": "/t"}),
+        ({"server": "https://h:6443", "proxy-url": "http://p:3128"}, {"token": "t"}),
+        ({"server": "https://h:6443", "tls-server-name": "other"}, {"token": "t"}),
+        ({"server": "unix:///sock"}, {"token": "t"}),
+    ],
+)
+def test_what_it_cannot_read_whole_is_left_to_the_client(
+    cluster: dict[str, Any], user: dict[str, Any]
+) -> None:
+    assert from_kubeconfig(kubeconfig(cluster, user), Path("/x")) is None
+
+
+def test_an_environment_proxy_is_left_to_the_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    doc = kubeconfig({"server": "https://api.example:6443"}, {"token": "t"})
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    assert from_kubeconfig(doc, Path("/x")) is None
+    monkeypatch.setenv("NO_PROXY", "api.example")
+    assert from_kubeconfig(doc, Path("/x")) is not None
+
+
+def test_the_kubeconfig_is_found_as_the_client_finds_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    file = tmp_path / "config"
+    file.write_text(yaml.safe_dump(kubeconfig({"server": "https://h:6443"}, {"token": "t"})))
+    monkeypatch.setattr(early_listing, "IN_CLUSTER_TOKEN", tmp_path / "no-token")
+    assert endpoint(str(file), environ={}) is not None  # --kubeconfig
+    assert endpoint(None, environ={"KUBECONFIG": str(file)}) is not None
+    assert endpoint(None, environ={"KUBECONFIG": f"{file}:{file}"}) is None  # merged: the client's
+    assert endpoint(str(tmp_path / "missing"), environ={}) is None
+    (tmp_path / "broken").write_text("{not yaml")
+    assert endpoint(str(tmp_path / "broken"), environ={}) is None
+
+
+def test_in_cluster_reads_the_service_account(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    token = tmp_path / "token"
+    token.write_text("sa-token\n")
+    monkeypatch.setattr(early_listing, "IN_CLUSTER_TOKEN", token)
+    monkeypatch.setattr(early_listing, "IN_CLUSTER_CA", tmp_path / "ca.crt")
+    target = endpoint(
+        None, environ={"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"}
+    )
+    assert target is not None
+    assert (target.host, target.port, target.headers["Authorization"], target.ca_file) == (
+        "10.96.0.1",
+        443,
+        "Bearer sa-token",
+        str(tmp_path / "ca.crt"),
+    )
+    assert endpoint(None, environ={}) is None  # no service host: not in a pod
+
+
+def test_the_sync_requests_are_the_watch_cache_listings_of_nodes_and_pods() -> None:
+    requests = sync_requests()
+    assert set(requests) == {NODES.path, PODS.path}
+    pods = dict(requests[PODS.path])
+    assert pods["resourceVersion"] == "0" and pods["fieldSelector"] == PODS.query["fieldSelector"]
+    assert cache_listing({})[0] == ("limit", str(early_listing.LIST_PAGE))
