@@ -270,11 +270,10 @@ def _require_cluster(target: Target) -> None:
 def _api_errors() -> Iterator[None]:
     """A kubeconfig that does not load, an API server that cannot be reached or says no: one line each."""
     from aiohttp import ClientError
-    from kubernetes_asyncio.config import ConfigException
 
     try:
         yield
-    except (ConfigException, ClientError, OSError, RuntimeError) as exc:
+    except (ClientError, OSError, RuntimeError) as exc:  # RuntimeError: kube.client.ConfigurationError too
         raise click.ClickException(str(exc) or type(exc).__name__) from exc
 
 

@@ -19,9 +19,8 @@ from typing import Any
 
 import kopf
 import structlog
-from kubernetes_asyncio.client import ApiClient
 
-from kubesched.kube.client import request
+from kubesched.kube.client import Api, Configuration, request
 from kubesched.kube.early_listing import LIST_PAGE
 from kubesched.model.kinds import WATCHED_OBJECTS, WatchedKind
 from kubesched.policy.controller import PolicyController
@@ -92,16 +91,14 @@ def kinds_served(kinds: Sequence[WatchedKind], resources: Set[str]) -> tuple[Wat
     return tuple(kind for kind in kinds if not kind.group or f"{kind.api_version}/{kind.plural}" in resources)
 
 
-async def _discover(api: ApiClient, path: str) -> Any:
+async def _discover(api: Api, path: str) -> Any:
     status, body = await request(api, "GET", path, timeout=10.0)
     if status != 200:
         raise RuntimeError(f"GET {path} answered {status}: {body}")
     return body
 
 
-async def served_kinds(
-    api: ApiClient, kinds: Sequence[WatchedKind] = WATCHED_OBJECTS
-) -> tuple[WatchedKind, ...]:
+async def served_kinds(api: Api, kinds: Sequence[WatchedKind] = WATCHED_OBJECTS) -> tuple[WatchedKind, ...]:
     """`kinds` but those the server does not serve, found with API discovery; all of `kinds` when
     it fails (Kopf then warns about those it cannot resolve). A group version served is not
     enough: 1.20's storage.k8s.io/v1 has no CSIStorageCapacity, so each group version holding
@@ -149,3 +146,25 @@ def _watch_object(registry: kopf.OperatorRegistry, scheduler: Scheduler, watched
     @kopf.on.event(watched.api_version, watched.plural, registry=registry)
     async def _object(event: kopf.RawEvent, **_: Any) -> None:
         scheduler.on_object(watched.kind, event.get("type"), event["object"])
+
+
+async def connection_info(conf: Configuration) -> kopf.ConnectionInfo:
+    """The same endpoint and credentials for Kopf's watches."""
+    target = conf.endpoint
+    auth = target.headers.get("Authorization") or (await conf.authorization() if conf.authorization else None)
+    scheme, _, token = (auth or "").partition(" ")
+    cert, key = target.cert or (None, None)
+    cert_data, key_data = target.cert_data or (None, None)
+    return kopf.ConnectionInfo(
+        server=conf.host,
+        ca_path=target.ca_file,
+        ca_data=target.ca_data.encode() if target.ca_data else None,
+        insecure=target.insecure,
+        scheme=scheme or None,
+        token=token or None,
+        certificate_path=cert,
+        certificate_data=cert_data,
+        private_key_path=key,
+        private_key_data=key_data,
+        default_namespace="default",
+    )

@@ -11,11 +11,11 @@ from dataclasses import replace
 import kopf
 import structlog
 
-from kubesched.app.handlers import build_registry, operator_settings, served_kinds
+from kubesched.app.handlers import build_registry, connection_info, operator_settings, served_kinds
 from kubesched.app.settings import RunSettings
 from kubesched.app.startup import initial_sync, keep_reconciling, sync_bound_pods
 from kubesched.kube.binding import Binder
-from kubesched.kube.client import TokenBucket, api_client, connection_info, load_configuration
+from kubesched.kube.client import TokenBucket, api_client, load_configuration
 from kubesched.kube.early_listing import EarlyListings
 from kubesched.kube.election import ElectionThread
 from kubesched.kube.events import Recorder
@@ -145,7 +145,7 @@ async def run_scheduler(settings: RunSettings, *, early: EarlyListings | None = 
         kopf_ready = asyncio.Event()
         operator = asyncio.create_task(
             kopf.operator(
-                registry=build_registry(scheduler, connection_info(conf), watched_policies, kinds),
+                registry=build_registry(scheduler, await connection_info(conf), watched_policies, kinds),
                 settings=operator_settings(),
                 standalone=True,
                 clusterwide=True,

@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import structlog
-from kubernetes_asyncio import client
 
+from kubesched.kube.client import Api
 from kubesched.kube.early_listing import EarlyListings
 from kubesched.kube.informer import Informer
 from kubesched.kube.listing import (
@@ -34,7 +34,7 @@ log = structlog.get_logger(__name__)
 
 
 async def initial_sync(
-    api: client.ApiClient,
+    api: Api,
     scheduler: Scheduler,
     nodes: Informer,
     pods: Informer,
@@ -68,7 +68,7 @@ async def initial_sync(
     return counts
 
 
-async def _list_kind(api: client.ApiClient, scheduler: Scheduler, watched: WatchedKind) -> int:
+async def _list_kind(api: Api, scheduler: Scheduler, watched: WatchedKind) -> int:
     """Feed the objects of one kind to the cache; how many (0 when the server does not serve it)."""
     handle = _object_handler(scheduler, watched.kind)
     listed = 0
@@ -81,7 +81,7 @@ async def _list_kind(api: client.ApiClient, scheduler: Scheduler, watched: Watch
     return listed
 
 
-async def sync_bound_pods(api: client.ApiClient, scheduler: Scheduler) -> int:
+async def sync_bound_pods(api: Api, scheduler: Scheduler) -> int:
     """Before a new leader schedules: bound pods that the watch has not delivered yet (the last
     leader's final binds). Only what the cache lacks is added: a listing may be older than events
     that overtook it, and must not undo them. Returns how many were added."""
@@ -96,7 +96,7 @@ async def sync_bound_pods(api: client.ApiClient, scheduler: Scheduler) -> int:
     return added
 
 
-async def reconcile_cache(api: client.ApiClient, scheduler: Scheduler) -> tuple[list[str], list[str]]:
+async def reconcile_cache(api: Api, scheduler: Scheduler) -> tuple[list[str], list[str]]:
     """Drop from the cache the nodes and pods a fresh listing no longer has (see kube/listing.py)."""
     nodes, nodes_rv = await list_versioned(api, NODES.path, **NODES.query)
     pods, pods_rv = await list_versioned(api, PODS.path, **PODS.query)
@@ -106,7 +106,7 @@ async def reconcile_cache(api: client.ApiClient, scheduler: Scheduler) -> tuple[
     )
 
 
-async def keep_reconciling(api: client.ApiClient, scheduler: Scheduler, interval: float) -> None:
+async def keep_reconciling(api: Api, scheduler: Scheduler, interval: float) -> None:
     """Reconcile the cache every `interval` seconds (never when it is 0), for as long as the process runs."""
     while interval > 0:
         await asyncio.sleep(interval)

@@ -9,10 +9,9 @@ from collections.abc import Callable
 from typing import NamedTuple, Protocol
 
 import aiohttp
-from kubernetes_asyncio import client
 
 from kubesched.algorithm.volume_reserve import PodVolumes, VolumeBindingError
-from kubesched.kube.client import TokenBucket, request
+from kubesched.kube.client import Api, TokenBucket, request
 from kubesched.kube.volume_writer import VolumeWriter
 from kubesched.model.objects import Pod
 
@@ -57,7 +56,7 @@ class BindResult(NamedTuple):
 class Binder:
     def __init__(
         self,
-        api: client.ApiClient,
+        api: Api,
         limiter: TokenBucket,
         timeout: float = 30.0,
         *,

@@ -64,9 +64,14 @@ class Endpoint:
     headers: Mapping[str, str]
     ca_file: str | None = None
     ca_data: str | None = None  # PEM
-    cert: tuple[str, str] | None = None  # (certificate, key) files
+    cert: tuple[str, str | None] | None = None  # (certificate, key) files; the key may be in the first
     cert_data: tuple[bytes, bytes] | None = None  # (certificate, key) PEM
     insecure: bool = False
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host  # IPv6
+        return f"{self.scheme}://{host}:{self.port}{self.prefix}"
 
     def ssl_context(self) -> ssl.SSLContext:
         context = ssl.create_default_context(cafile=self.ca_file, cadata=self.ca_data)
@@ -86,25 +91,27 @@ class Endpoint:
         return context
 
 
-def endpoint(kubeconfig: str | None, environ: Mapping[str, str] = os.environ) -> Endpoint | None:
-    """The endpoint `load_configuration` (kube/client.py) would connect to, when this module can
-    read it whole; None otherwise."""
+def endpoint(
+    kubeconfig: str | None, environ: Mapping[str, str] = os.environ, *, context: str | None = None
+) -> Endpoint | None:
+    """The endpoint to connect to (kube/client.load_configuration), when this module can read it
+    whole; None otherwise. `context`: a kubeconfig context other than the current one."""
     try:
         path = kubeconfig or environ.get("KUBECONFIG")
-        if not path and IN_CLUSTER_TOKEN.exists():
+        if not path and IN_CLUSTER_TOKEN.exists() and context is None:
             return _in_cluster(environ)
         if path and os.pathsep in path:
             return None  # merged kubeconfigs
         file = Path(path or "~/.kube/config").expanduser()
-        return from_kubeconfig(yaml.safe_load(file.read_text()), file.parent)
-    except (OSError, ValueError, TypeError, KeyError, AttributeError, yaml.YAMLError):
+        return from_kubeconfig(yaml.safe_load(file.read_text()), file.parent, context)
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, StopIteration, yaml.YAMLError):
         return None
 
 
-def from_kubeconfig(doc: Any, folder: Path) -> Endpoint | None:
-    """The current context's endpoint; relative file names are the kubeconfig folder's."""
-    current = doc["current-context"]
-    context = _named(doc["contexts"], current)["context"]
+def from_kubeconfig(doc: Any, folder: Path, context_name: str | None = None) -> Endpoint | None:
+    """The endpoint of `context_name`, or of the current context; relative file names are the
+    kubeconfig folder's."""
+    context = _named(doc["contexts"], context_name or doc["current-context"])["context"]
     cluster = _named(doc["clusters"], context["cluster"])["cluster"]
     user = _named(doc.get("users") or [], context["user"])["user"] if context.get("user") else {}
     if set(cluster) - _CLUSTER_FIELDS or set(user or {}) - _USER_FIELDS:

@@ -47,10 +47,9 @@ from typing import Any
 
 import aiohttp
 import structlog
-from kubernetes_asyncio import client
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-from kubesched.kube.client import api_client, request
+from kubesched.kube.client import Api, Configuration, api_client, request
 from kubesched.model.selectors import is_dns1123_label, is_dns1123_subdomain
 from kubesched.telemetry import metrics
 
@@ -365,7 +364,7 @@ class LeaderElector:
 
     def __init__(
         self,
-        api: client.ApiClient,
+        api: Api,
         config: ElectionConfig,
         *,
         clock: Callable[[], float] = time.monotonic,
@@ -605,7 +604,7 @@ class ElectionThread:
     loop, stops answering, and a liveness probe restarts the process.
     """
 
-    def __init__(self, conf: client.Configuration, config: ElectionConfig) -> None:
+    def __init__(self, conf: Configuration, config: ElectionConfig) -> None:
         self.config = config
         self._conf = conf
         self._elector: LeaderElector | None = None

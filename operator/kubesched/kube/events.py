@@ -34,9 +34,8 @@ from typing import Any, NamedTuple
 
 import aiohttp
 import structlog
-from kubernetes_asyncio import client
 
-from kubesched.kube.client import STRATEGIC_MERGE_PATCH, TokenBucket, api_client, request
+from kubesched.kube.client import STRATEGIC_MERGE_PATCH, Api, TokenBucket, api_client, request
 from kubesched.kube.event_correlator import (
     Action,
     Correlation,
@@ -107,7 +106,7 @@ class Recorder:
 
     def __init__(
         self,
-        api: client.ApiClient,
+        api: Api,
         component: str,
         limiter: TokenBucket,
         *,

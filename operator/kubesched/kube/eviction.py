@@ -21,9 +21,8 @@ from dataclasses import replace
 from typing import Any
 
 import structlog
-from kubernetes_asyncio import client
 
-from kubesched.kube.client import MERGE_PATCH, STRATEGIC_MERGE_PATCH, TokenBucket, request
+from kubesched.kube.client import MERGE_PATCH, STRATEGIC_MERGE_PATCH, Api, TokenBucket, request
 from kubesched.kube.events import NORMAL, Recorder, now_rfc3339
 from kubesched.kube.pod_conditions import condition_patch
 from kubesched.model.objects import Pod
@@ -47,7 +46,7 @@ def disruption_message(preemptor: Pod) -> str:
 class Evictor:
     def __init__(
         self,
-        api: client.ApiClient,
+        api: Api,
         limiter: TokenBucket,
         recorder: Recorder,
         *,

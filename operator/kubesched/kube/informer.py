@@ -22,8 +22,8 @@ from typing import Any
 
 import aiohttp
 import structlog
-from kubernetes_asyncio import client
 
+from kubesched.kube.client import Api
 from kubesched.kube.early_listing import EarlyListings
 from kubesched.kube.listing import SLICE, Listing, feed_page, list_pages, uid_of
 
@@ -40,7 +40,7 @@ class Expired(Exception):
 class Informer:
     def __init__(
         self,
-        api: client.ApiClient,
+        api: Api,
         path: str,
         handle: Handler,
         *,

@@ -24,9 +24,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import structlog
-from kubernetes_asyncio import client
 
-from kubesched.kube.client import request
+from kubesched.kube.client import Api, request
 from kubesched.kube.early_listing import LIST_PAGE, EarlyListings
 
 log = structlog.get_logger(__name__)
@@ -38,12 +37,12 @@ class NotServed(RuntimeError):
     """The API server does not serve this resource (e.g. policy/v1 on Kubernetes 1.20)."""
 
 
-async def list_all(api: client.ApiClient, path: str, **query: str) -> list[dict[str, Any]]:
+async def list_all(api: Api, path: str, **query: str) -> list[dict[str, Any]]:
     """Every object at a collection path, page by page."""
     return (await list_versioned(api, path, **query))[0]
 
 
-async def list_versioned(api: client.ApiClient, path: str, **query: str) -> tuple[list[dict[str, Any]], str]:
+async def list_versioned(api: Api, path: str, **query: str) -> tuple[list[dict[str, Any]], str]:
     """Every object at a collection path and the resourceVersion of the listing (its first page:
     later pages are served from the same snapshot)."""
     items: list[dict[str, Any]] = []
@@ -55,7 +54,7 @@ async def list_versioned(api: client.ApiClient, path: str, **query: str) -> tupl
 
 
 async def list_pages(
-    api: client.ApiClient,
+    api: Api,
     path: str,
     *,
     query: Mapping[str, str] | None = None,

@@ -25,9 +25,8 @@ from typing import Any, Final
 
 import aiohttp
 import structlog
-from kubernetes_asyncio import client
 
-from kubesched.kube.client import MERGE_PATCH, request
+from kubesched.kube.client import MERGE_PATCH, Api, request
 from kubesched.kube.events import Send
 from kubesched.model.kinds import POD_GROUPS
 from kubesched.telemetry import metrics
@@ -66,7 +65,7 @@ class PodGroupStatusWriter:
 
     def __init__(
         self,
-        api: client.ApiClient,
+        api: Api,
         *,
         interval: float = INTERVAL,
         send: Send | None = None,

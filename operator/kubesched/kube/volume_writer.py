@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
-from kubernetes_asyncio import client
 
 from kubesched.algorithm.volume_reserve import (
     ANN_BOUND_BY_CONTROLLER,
@@ -37,7 +36,7 @@ from kubesched.algorithm.volume_reserve import (
     StaticBinding,
     VolumeBindingError,
 )
-from kubesched.kube.client import MERGE_PATCH, TokenBucket, request
+from kubesched.kube.client import MERGE_PATCH, Api, TokenBucket, request
 from kubesched.model.objects import Pod
 from kubesched.plugins.volume_binding.filtering import ANN_BIND_COMPLETED, ANN_SELECTED_NODE
 
@@ -49,7 +48,7 @@ POLL_INTERVAL = 1.0
 class VolumeWriter:
     """The API calls of BindPodVolumes, rate-limited like the binds."""
 
-    api: client.ApiClient
+    api: Api
     limiter: TokenBucket
     timeout: float = 30.0
     may_write: Callable[[], bool] | None = None

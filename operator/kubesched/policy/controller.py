@@ -17,9 +17,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import structlog
-from kubernetes_asyncio import client
 
-from kubesched.kube.client import MERGE_PATCH, request
+from kubesched.kube.client import MERGE_PATCH, Api, request
 from kubesched.kube.events import now_rfc3339
 from kubesched.kube.listing import list_all
 from kubesched.policy.shadow import ShadowRunner
@@ -40,7 +39,7 @@ def _always_leader() -> bool:
 class PolicyStatusWriter:
     """Writes a SchedulerPolicy's status with a merge patch on the status subresource, leader only."""
 
-    def __init__(self, api: client.ApiClient, is_leader: Callable[[], bool] = _always_leader) -> None:
+    def __init__(self, api: Api, is_leader: Callable[[], bool] = _always_leader) -> None:
         self._api = api
         self.is_leader = is_leader
 
@@ -79,7 +78,7 @@ class PolicyController:
         self._retry: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
-    async def load(self, api: client.ApiClient, path: str = POLICIES_PATH) -> bool:
+    async def load(self, api: Api, path: str = POLICIES_PATH) -> bool:
         """The initial listing, before the first scheduling cycle; False (one warning) without the CRD."""
         status, body = await request(api, "GET", path, query=[("limit", 1)])
         if status in (403, 404):

@@ -32,8 +32,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from kubernetes_asyncio import client
-
 from kubesched.algorithm.batch import Outcome, schedule_batch
 from kubesched.algorithm.extenders import ExtenderError, TransportFactory, run_filters
 from kubesched.algorithm.gang import GangFitError, GangState
@@ -46,7 +44,7 @@ from kubesched.algorithm.generic import (
     priority_scores,
 )
 from kubesched.algorithm.preemption import PreemptionOutcome
-from kubesched.kube.client import api_client, load_configuration, request
+from kubesched.kube.client import Api, api_client, load_configuration, request
 from kubesched.kube.extender_transport import HTTPTransport
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod, pod_from_dict
@@ -460,7 +458,7 @@ def _group_lines(group: GroupExplanation, headline: str) -> list[str]:
 # ------------------------------------------------------------------------------ cluster state
 
 
-async def get_pod(api: client.ApiClient, namespace: str, name: str) -> dict[str, Any] | None:
+async def get_pod(api: Api, namespace: str, name: str) -> dict[str, Any] | None:
     status, body = await request(api, "GET", f"/api/v1/namespaces/{namespace}/pods/{name}", timeout=30)
     if status == 404:
         return None

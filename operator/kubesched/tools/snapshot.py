@@ -23,9 +23,8 @@ from pathlib import Path
 from typing import Any, Final
 
 import yaml
-from kubernetes_asyncio import client
 
-from kubesched.kube.client import request
+from kubesched.kube.client import Api, request
 from kubesched.kube.events import now_rfc3339
 from kubesched.kube.listing import NotServed, list_all
 from kubesched.model.kinds import BUDGET_KIND, NODES, OBJECT_FIELDS, OBJECT_KIND_NAMES, PODS, WATCHED_OBJECTS
@@ -147,7 +146,7 @@ def _trimmed(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
 
 
-async def scheduler_policies(api: client.ApiClient) -> list[dict[str, Any]] | None:
+async def scheduler_policies(api: Api) -> list[dict[str, Any]] | None:
     """Every SchedulerPolicy, or None when their CRD is not installed (or not readable)."""
     path = f"/apis/{API_GROUP}/{API_VERSION}/{PLURAL}"
     status, body = await request(api, "GET", path, query=[("limit", 1)], timeout=30)
@@ -158,7 +157,7 @@ async def scheduler_policies(api: client.ApiClient) -> list[dict[str, Any]] | No
     return await list_all(api, path)
 
 
-async def read_cluster(api: client.ApiClient) -> ClusterState:
+async def read_cluster(api: Api) -> ClusterState:
     """The start-up sync's LISTs (objects, nodes, non-terminal pods) and the SchedulerPolicies."""
     objects: dict[str, dict[str, dict[str, Any]]] = {}
     for watched in WATCHED_OBJECTS:
