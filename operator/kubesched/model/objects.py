@@ -6,6 +6,7 @@ reported to the user (event, log) instead of crashing a watch handler or the sch
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -167,6 +168,26 @@ def _non_zero(requests: Mapping[str, Any]) -> tuple[int, int]:
     return cpu, mem
 
 
+def _amounts(requests: Mapping[str, Any]) -> tuple[Resource, int, int]:
+    """A container's requests, and its non-zero cpu and memory.
+
+    The pods of one workload ask alike, thousands at once at start-up: identical requests (as the
+    API server writes them, strings) are worked out once. Anything else is worked out each time,
+    so that a malformed amount is reported as its own parse reports it."""
+    if all(type(amount) is str for amount in requests.values()):
+        return _amounts_of(tuple(requests.items()))
+    return _work_out(requests)
+
+
+@functools.lru_cache(maxsize=1024)
+def _amounts_of(requests: tuple[tuple[str, str], ...]) -> tuple[Resource, int, int]:
+    return _work_out(dict(requests))
+
+
+def _work_out(requests: Mapping[str, Any]) -> tuple[Resource, int, int]:
+    return (resource_from_list(requests), *_non_zero(requests))
+
+
 def is_restartable_init_container(container: Mapping[str, Any]) -> bool:
     """A sidecar (1.29+): an init container with `restartPolicy: Always` runs beside the containers."""
     return container.get("restartPolicy") == "Always"
@@ -183,9 +204,8 @@ def pod_requests(spec: Mapping[str, Any]) -> tuple[Resource, int, int]:
     total = ZERO
     nz_cpu = nz_mem = 0
     for container in spec.get("containers") or []:
-        requests = _container_requests(container)
-        total = total + resource_from_list(requests)
-        cpu, mem = _non_zero(requests)
+        amount, cpu, mem = _amounts(_container_requests(container))
+        total = total + amount
         nz_cpu += cpu
         nz_mem += mem
     # The sidecars declared so far, which run while the next init container does.
@@ -194,9 +214,7 @@ def pod_requests(spec: Mapping[str, Any]) -> tuple[Resource, int, int]:
     init_total = ZERO
     init_cpu = init_mem = 0
     for container in spec.get("initContainers") or []:
-        requests = _container_requests(container)
-        amount = resource_from_list(requests)
-        cpu, mem = _non_zero(requests)
+        amount, cpu, mem = _amounts(_container_requests(container))
         if is_restartable_init_container(container):
             total = total + amount
             nz_cpu += cpu
