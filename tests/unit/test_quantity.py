@@ -139,3 +139,22 @@ def test_trailing_garbage_is_rejected(number: int, suffix: str, junk: str) -> No
 def test_non_quantities_are_rejected(bad: object) -> None:
     with pytest.raises(QuantityError):
         parse_quantity(bad)  # type: ignore[arg-type]
+
+
+def test_identical_requests_read_alike_and_malformed_amounts_are_refused_every_time() -> None:
+    # Container requests are worked out once per distinct set of strings (model/objects.py); what
+    # is not all strings is worked out each time: True equals 1 as a key, but is no quantity.
+    from kubesched.model.objects import pod_requests
+
+    def spec(requests: dict[str, object]) -> dict[str, object]:
+        return {"containers": [{"resources": {"requests": requests}}, {"resources": {"requests": requests}}]}
+
+    first = pod_requests(spec({"cpu": "250m", "memory": "64Mi"}))
+    assert pod_requests(spec({"cpu": "250m", "memory": "64Mi"})) == first
+    assert (first[0].milli_cpu, first[0].memory, first[1], first[2]) == (500, 128 << 20, 500, 128 << 20)
+    assert pod_requests(spec({"cpu": 1}))[0].milli_cpu == 2000
+    for _ in range(2):
+        with pytest.raises(QuantityError):
+            pod_requests(spec({"cpu": True}))
+        with pytest.raises(QuantityError):
+            pod_requests(spec({"cpu": "-1"}))
