@@ -147,7 +147,9 @@ _table_or_json_option: Final = click.option(
 def run(**flags: Any) -> None:
     """Run the scheduler."""
     from kubesched.kube import early_listing
+    from kubesched.telemetry.looplag import hold_gc
 
+    hold_gc()  # from the first import to the end of the initial sync (app/run.py)
     # Before the imports below, which take about a second: the server answers meanwhile.
     early = early_listing.start(flags.get("kubeconfig"))
     from kubesched.app.settings import RunSettings

@@ -8,7 +8,7 @@ import time
 
 import structlog
 
-from kubesched.telemetry.looplag import GC_THRESHOLDS, LoopLagMonitor, freeze_long_lived, tune_gc
+from kubesched.telemetry.looplag import GC_THRESHOLDS, LoopLagMonitor, hold_gc, release_gc
 
 
 async def test_a_loop_blocked_by_synchronous_work_is_reported_with_how_long() -> None:
@@ -44,14 +44,16 @@ def test_a_long_garbage_collection_is_logged() -> None:
     assert not any(getattr(cb, "__qualname__", "").startswith("LoopLagMonitor") for cb in gc.callbacks)
 
 
-def test_collections_are_made_rarer_and_the_listed_state_is_frozen_out_of_them() -> None:
+def test_no_collection_during_start_up_then_rarer_ones_with_the_listed_state_frozen_out() -> None:
     before = gc.get_threshold()
     try:
-        tune_gc()
-        assert gc.get_threshold() == GC_THRESHOLDS
-        freeze_long_lived()
+        hold_gc()
+        assert not gc.isenabled()
+        release_gc()
+        assert gc.isenabled() and gc.get_threshold() == GC_THRESHOLDS
         assert gc.get_freeze_count() > 0
     finally:
+        gc.enable()
         gc.unfreeze()
         gc.set_threshold(*before)
 

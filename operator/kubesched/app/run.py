@@ -35,7 +35,7 @@ from kubesched.runtime.queue import SchedulingQueue
 from kubesched.runtime.scheduler import Scheduler
 from kubesched.telemetry import metrics
 from kubesched.telemetry.http_server import Endpoints
-from kubesched.telemetry.looplag import LoopLagMonitor, freeze_long_lived, tune_gc
+from kubesched.telemetry.looplag import LoopLagMonitor, hold_gc, release_gc
 
 log = structlog.get_logger("kubesched")
 
@@ -44,6 +44,7 @@ async def run_scheduler(settings: RunSettings, *, early: EarlyListings | None = 
     """Run the scheduler process until SIGINT or SIGTERM, or until its scheduling loop fails.
 
     `early`: the start-up sync's first node and pod requests, if sent already (early_listing.py)."""
+    hold_gc()  # until the initial sync is done (telemetry/looplag.py)
     if settings.scheduling.policy_config_file:
         algorithm = compile_policy(
             load_policy_file(settings.scheduling.policy_config_file), transport=HTTPTransport
@@ -64,7 +65,6 @@ async def run_scheduler(settings: RunSettings, *, early: EarlyListings | None = 
     endpoints = Endpoints(ready=synced.is_set)
     if settings.observability.metrics_port:
         await endpoints.start(settings.observability.metrics_port)
-    tune_gc()
     lag = LoopLagMonitor()
     lagging = asyncio.create_task(lag.run(), name="loop-lag")
     async with api_client(conf) as api:
@@ -135,7 +135,7 @@ async def run_scheduler(settings: RunSettings, *, early: EarlyListings | None = 
             informers.append(groups)
         await initial_sync(api, scheduler, nodes, pods, kinds, early=early)
         watches = [asyncio.create_task(w.run(), name=f"watch {w.path}") for w in informers]
-        freeze_long_lived()
+        release_gc()
         synced.set()
         # A re-list after a watch gap sends no DELETED for what vanished meanwhile: see kube/listing.py.
         reconciling = asyncio.create_task(
