@@ -150,7 +150,7 @@ def run(**flags: Any) -> None:
     from kubesched.telemetry.looplag import hold_gc
 
     hold_gc()  # from the first import to the end of the initial sync (app/run.py)
-    # Before the imports below, which take about a second: the server answers meanwhile.
+    # Before the imports below, the longest part of the start: the server answers meanwhile.
     early = early_listing.start(flags.get("kubeconfig"))
     from kubesched.app.settings import RunSettings
 
@@ -189,9 +189,9 @@ def run(**flags: Any) -> None:
 
 def import_kopf_without_generated_client() -> None:
     """Kopf imports kubernetes_asyncio's models, when installed, only to recognise them in
-    `kopf.adopt()` and its kin, which kubesched never calls; that import alone costs about 0.6 s
-    of every start. So the generated client is hidden while Kopf is imported (unless something
-    imported it already), and Kopf takes it for absent, as it is meant to."""
+    `kopf.adopt()` and its kin, which kubesched never calls; they are the largest import of the
+    start-up. So the generated client is hidden while Kopf is imported (unless something imported
+    it already), and Kopf takes it for absent, as it is meant to."""
     if "kubernetes_asyncio" in sys.modules:
         return
     sys.modules["kubernetes_asyncio"] = None  # type: ignore[assignment]  # import raises ImportError

@@ -90,7 +90,8 @@ async def test_an_early_listing_is_taken_in_place_of_the_same_request(
     # Another request than the one sent early (here, from etcd) is sent as usual.
     await listing.list_versioned(api, PODS.path, **PODS.query)
     assert (
-        sent[-1] == PODS.path and early.take(PODS.path, early_listing.cache_listing(PODS.query)) is not None
+        sent[-1] == PODS.path
+        and early.take(PODS.path, early_listing.listing_query(PODS.query, from_cache=True)) is not None
     )
 
 

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from kubesched.kube import early_listing
-from kubesched.kube.early_listing import Endpoint, cache_listing, endpoint, from_kubeconfig, sync_requests
+from kubesched.kube.early_listing import Endpoint, endpoint, from_kubeconfig, listing_query, sync_requests
 from kubesched.model.kinds import NODES, PODS
 
 
@@ -143,4 +143,15 @@ def test_the_sync_requests_are_the_watch_cache_listings_of_nodes_and_pods() -> N
     assert set(requests) == {NODES.path, PODS.path}
     pods = dict(requests[PODS.path])
     assert pods["resourceVersion"] == "0" and pods["fieldSelector"] == PODS.query["fieldSelector"]
-    assert cache_listing({})[0] == ("limit", str(early_listing.LIST_PAGE))
+    assert listing_query({}, from_cache=True)[0] == ("limit", str(early_listing.LIST_PAGE))
+
+
+async def test_the_client_goes_on_with_the_endpoint_and_tls_settings_the_early_listings_read() -> None:
+    from kubesched.kube.client import load_configuration
+
+    target = Endpoint(
+        scheme="https", host="10.0.0.1", port=6443, prefix="", headers={"Authorization": "Bearer t"}
+    )
+    early = early_listing.EarlyListings(target, {})  # nothing sent
+    conf = await load_configuration("/no/such/kubeconfig", early=early)
+    assert conf.endpoint is target and conf.ssl_context() is early.context is not None

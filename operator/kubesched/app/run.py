@@ -59,7 +59,7 @@ async def run_scheduler(settings: RunSettings, *, early: EarlyListings | None = 
     loop = asyncio.get_running_loop()
     stopping = asyncio.Event()
     _handle_signals(loop, stopping)
-    conf = await load_configuration(settings.connection.kubeconfig)
+    conf = await load_configuration(settings.connection.kubeconfig, early=early)
     conf.connection_pool_maxsize = settings.scheduling.bind_concurrency + 16
     synced = asyncio.Event()
     endpoints = Endpoints(ready=synced.is_set)

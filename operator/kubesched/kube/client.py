@@ -1,8 +1,8 @@
 """Connecting to the API server: the scheduler's own small client, and the same endpoint for Kopf.
 
 Every request is raw JSON over one aiohttp session per client. The generated client
-(kubernetes_asyncio) parses into model objects the scheduler never reads, and importing it costs
-about 0.6 s at every start. Its kubeconfig loader still reads what early_listing.endpoint cannot
+(kubernetes_asyncio) parses into model objects the scheduler never reads, and importing them is
+the largest import of the start-up. Its kubeconfig loader still reads what early_listing.endpoint cannot
 (exec plugins, auth providers, ...), imported only then.
 
 Tests and the benchmark harness use the generated client for its API classes, and hand it to the
@@ -25,7 +25,13 @@ from typing import Any, Protocol
 import aiohttp
 
 from kubesched import __version__
-from kubesched.kube.early_listing import IN_CLUSTER_TOKEN, Endpoint, endpoint, environment_proxy
+from kubesched.kube.early_listing import (
+    IN_CLUSTER_TOKEN,
+    EarlyListings,
+    Endpoint,
+    endpoint,
+    environment_proxy,
+)
 
 # Replies longer than this (characters of JSON) are decoded off the event loop.
 BIG_BODY = 1 << 20
@@ -66,9 +72,14 @@ class Configuration:
         return self._ssl
 
 
-async def load_configuration(kubeconfig: str | None, context: str | None = None) -> Configuration:
+async def load_configuration(
+    kubeconfig: str | None, context: str | None = None, *, early: EarlyListings | None = None
+) -> Configuration:
     """From --kubeconfig, then $KUBECONFIG, then the in-cluster service account; `context` picks a
-    kubeconfig context other than the current one."""
+    kubeconfig context other than the current one. `early`: the listings sent before the imports,
+    from this very kubeconfig, whose endpoint and TLS settings are taken as they were read."""
+    if early is not None:
+        return Configuration(early.target, _ssl=early.context)
     read = endpoint(kubeconfig, context=context)
     if read is not None:
         conf = Configuration(read)
@@ -200,9 +211,7 @@ class ApiClient:
             data=None if body is None else body if isinstance(body, bytes) else json.dumps(body),
             proxy=conf.proxy,
             server_hostname=conf.server_hostname,
-            timeout=timeout
-            if isinstance(timeout, aiohttp.ClientTimeout)
-            else aiohttp.ClientTimeout(total=timeout),
+            timeout=timeout,
         )
 
     async def close(self) -> None:

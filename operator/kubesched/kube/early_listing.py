@@ -1,7 +1,7 @@
 """The start-up's node and pod listings, asked for before the rest of the process is imported.
 
-Importing the scheduler (numpy, aiohttp, the Kubernetes client, Kopf, the plugins) takes about a
-second, during which the API server has nothing to do. `start` sends the watch-cache LISTs that the
+Importing the scheduler (numpy, aiohttp, Kopf, the plugins) is the longest part of its start, and
+the API server has nothing to do meanwhile. `start` sends the watch-cache LISTs that the
 initial sync begins with (app/startup.py) from plain threads, first thing in `kubesched run`, so
 that the server's work and the transfer overlap the imports. The sync takes a reply when its
 request is the very one it would send and the reply came through; otherwise it lists as before.
@@ -45,11 +45,16 @@ Reply = tuple[int, Any]  # (HTTP status, parsed JSON body)
 
 # The kubeconfig entries read here; an entry with any other field is left to the client.
 _CLUSTER_FIELDS = frozenset(
-    {"server", "certificate-authority", "certificate-authority-data", "insecure-skip-tls-verify"}
-    | {"extensions"}
+    (
+        "server",
+        "certificate-authority",
+        "certificate-authority-data",
+        "insecure-skip-tls-verify",
+        "extensions",
+    )
 )
 _USER_FIELDS = frozenset(
-    {"client-certificate", "client-certificate-data", "client-key", "client-key-data", "token", "extensions"}
+    ("client-certificate", "client-certificate-data", "client-key", "client-key-data", "token", "extensions")
 )
 
 
@@ -113,10 +118,9 @@ def from_kubeconfig(doc: Any, folder: Path, context_name: str | None = None) -> 
     kubeconfig folder's."""
     context = _named(doc["contexts"], context_name or doc["current-context"])["context"]
     cluster = _named(doc["clusters"], context["cluster"])["cluster"]
-    user = _named(doc.get("users") or [], context["user"])["user"] if context.get("user") else {}
-    if set(cluster) - _CLUSTER_FIELDS or set(user or {}) - _USER_FIELDS:
+    user = (_named(doc.get("users") or [], context["user"])["user"] if context.get("user") else None) or {}
+    if set(cluster) - _CLUSTER_FIELDS or set(user) - _USER_FIELDS:
         return None
-    user = user or {}
     server = urllib.parse.urlsplit(cluster["server"])
     if server.scheme not in ("https", "http") or not server.hostname or environment_proxy(cluster["server"]):
         return None
@@ -173,33 +177,46 @@ def environment_proxy(url: str) -> str | None:
     return proxies.get(parts.scheme or "https")
 
 
-def cache_listing(query: Mapping[str, str]) -> Query:
-    """The first request of a listing from the watch cache, as kube/listing.py sends it."""
-    return (("limit", str(LIST_PAGE)), *query.items(), ("resourceVersion", "0"))
+def listing_query(
+    query: Mapping[str, str] | None, *, from_cache: bool, token: str = "", page: int = LIST_PAGE
+) -> Query:
+    """The query of one request of a listing (kube/listing.list_pages): `page` objects, `query`,
+    from the watch cache or not, continuing from `token`."""
+    params = [("limit", str(page)), *(query or {}).items()]
+    if from_cache:
+        params.append(("resourceVersion", "0"))
+    if token:
+        params.append(("continue", token))
+    return tuple(params)
 
 
 def sync_requests() -> dict[str, Query]:
     """The first requests of the start-up sync's node and pod listings (app/startup.py)."""
-    return {kind.path: cache_listing(kind.query) for kind in (NODES, PODS)}
+    return {kind.path: listing_query(kind.query, from_cache=True) for kind in (NODES, PODS)}
 
 
 class EarlyListings:
     """Requests sent at once, each from a thread of its own; each reply is taken once."""
 
     def __init__(self, target: Endpoint, requests: Mapping[str, Query]) -> None:
+        # The endpoint and its TLS settings, as read: the client goes on with them (kube/client.py).
+        self.target = target
+        self.context = target.ssl_context() if target.scheme == "https" else None
         self._requests = dict(requests)
         self._replies: dict[str, concurrent.futures.Future[Reply]] = {}
-        context = target.ssl_context() if target.scheme == "https" else None
         for path, query in self._requests.items():
             reply: concurrent.futures.Future[Reply] = concurrent.futures.Future()
             self._replies[path] = reply
             threading.Thread(
-                target=_fetch, args=(target, context, path, query, reply), name=f"early {path}", daemon=True
+                target=_fetch,
+                args=(target, self.context, path, query, reply),
+                name=f"early {path}",
+                daemon=True,
             ).start()
 
-    def take(self, path: str, query: Sequence[tuple[str, Any]]) -> concurrent.futures.Future[Reply] | None:
+    def take(self, path: str, query: Query) -> concurrent.futures.Future[Reply] | None:
         """The reply to GET `path`?`query`, if that is what was sent; never twice."""
-        if self._requests.get(path) != tuple((k, str(v)) for k, v in query):
+        if self._requests.get(path) != query:
             return None
         return self._replies.pop(path, None)
 

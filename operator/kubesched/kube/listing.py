@@ -26,7 +26,7 @@ from typing import Any, Final
 import structlog
 
 from kubesched.kube.client import Api, request
-from kubesched.kube.early_listing import LIST_PAGE, EarlyListings
+from kubesched.kube.early_listing import LIST_PAGE, EarlyListings, Query, listing_query
 
 log = structlog.get_logger(__name__)
 
@@ -73,11 +73,7 @@ async def list_pages(
     token = ""
     first = True
     while True:
-        params: list[tuple[str, Any]] = [("limit", LIST_PAGE), *(query or {}).items()]
-        if from_cache:
-            params.append(("resourceVersion", "0"))
-        if token:
-            params.append(("continue", token))
+        params = listing_query(query, from_cache=from_cache, token=token, page=LIST_PAGE)
         early_reply = await _early_reply(early, path, params) if first else None
         status, body = early_reply or await request(api, "GET", path, query=params, timeout=60)
         if status == 404 and first:
@@ -99,9 +95,7 @@ async def list_pages(
             return
 
 
-async def _early_reply(
-    early: EarlyListings | None, path: str, params: list[tuple[str, Any]]
-) -> tuple[int, Any] | None:
+async def _early_reply(early: EarlyListings | None, path: str, params: Query) -> tuple[int, Any] | None:
     """The successful reply sent early to this very request, if any: otherwise it is sent now, and
     any failure is reported as the request's own."""
     reply = early.take(path, params) if early is not None else None

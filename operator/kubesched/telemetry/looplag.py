@@ -144,9 +144,9 @@ def hold_gc() -> None:
     """Start-up: no collections until the initial sync is done (`release_gc`).
 
     Decoding and feeding a large cluster's listings allocates millions of objects that live on; at
-    the defaults the collector would run every 700 of them, rescanning all before, and took half of
-    a 5,000-node, 10,000-pod start-up's decoding. Without cycles among them (JSON, the cache's
-    views), nothing is left for it to free meanwhile."""
+    the defaults the collector would run every 700 of them, rescanning all those before, and take
+    much of the decoding's time. Without cycles among them (JSON, the cache's views), nothing is
+    left for it to free meanwhile."""
     gc.disable()
 
 
