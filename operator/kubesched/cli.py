@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
@@ -149,7 +148,7 @@ def run(**flags: Any) -> None:
     from kubesched.kube import early_listing
     from kubesched.telemetry.looplag import hold_gc
 
-    hold_gc()  # from the first import to the end of the initial sync (app/run.py)
+    hold_gc()  # from the first import until every listed pod is fed (app/run.py)
     # Before the imports below, the longest part of the start: the server answers meanwhile.
     early = early_listing.start(flags.get("kubeconfig"))
     from kubesched.app.settings import RunSettings
@@ -177,7 +176,6 @@ def run(**flags: Any) -> None:
     from kubesched.policy.compile import PolicyError
 
     try:
-        import_kopf_without_generated_client()
         from kubesched.app.run import run_scheduler
 
         asyncio.run(run_scheduler(settings, early=early))
@@ -185,20 +183,6 @@ def run(**flags: Any) -> None:
         raise click.ClickException(f"{scheduling.policy_config_file}: {exc}") from exc
     except KeyboardInterrupt:
         pass
-
-
-def import_kopf_without_generated_client() -> None:
-    """Kopf imports kubernetes_asyncio's models, when installed, only to recognise them in
-    `kopf.adopt()` and its kin, which kubesched never calls; they are the largest import of the
-    start-up. So the generated client is hidden while Kopf is imported (unless something imported
-    it already), and Kopf takes it for absent, as it is meant to."""
-    if "kubernetes_asyncio" in sys.modules:
-        return
-    sys.modules["kubernetes_asyncio"] = None  # type: ignore[assignment]  # import raises ImportError
-    try:
-        import kopf  # noqa: F401
-    finally:
-        del sys.modules["kubernetes_asyncio"]
 
 
 @main.group()

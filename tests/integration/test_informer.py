@@ -110,3 +110,38 @@ async def test_a_listing_from_the_watch_cache_fetches_on_but_feeds_only_after_wh
         await wait_for(lambda: set(seen.last) == {"p0", "p1", "p2"}, message="every pod, listed or watched")
     finally:
         task.cancel()
+
+
+async def test_what_may_wait_is_fed_by_the_watch_before_any_event_it_delivers(
+    api: ApiClient, namespace: str, seen_informer: tuple[Seen, Informer]
+) -> None:
+    # The start-up queues plain pending pods after scheduling starts (app/startup.py's may_wait):
+    # the listing leaves them to run(), which hands them over before its watch can overtake them.
+    seen, informer = seen_informer
+    order: list[tuple[str, str | None]] = []
+
+    def handle(kind: str | None, obj: Mapping[str, Any]) -> None:
+        seen.handle(kind, obj)
+        order.append((obj["metadata"]["name"], kind))
+
+    informer.handle = handle
+    await create_pods(api, [make_pod(name, namespace, scheduler_name="nobody") for name in ("now", "wait")])
+    assert await informer.list(later=lambda pod: pod["metadata"]["name"] == "wait") == 2
+    assert order == [("now", None)] and not informer.fed.is_set()
+    status, _ = await request(api, "DELETE", f"/api/v1/namespaces/{namespace}/pods/wait")
+    assert status < 300
+    task = await _run(informer)
+    try:
+        await wait_for(lambda: seen.last.get("wait") == "DELETED", message="the deletion watched")
+        assert order[:2] == [("now", None), ("wait", None)] and informer.fed.is_set(), order
+    finally:
+        task.cancel()
+
+
+async def test_a_listing_with_nothing_left_to_wait_is_fed_at_once(
+    api: ApiClient, namespace: str, seen_informer: tuple[Seen, Informer]
+) -> None:
+    seen, informer = seen_informer
+    await create_pods(api, [make_pod("only", namespace, scheduler_name="nobody")])
+    assert await informer.list(later=lambda pod: False) == 1
+    assert seen.last == {"only": None} and informer.fed.is_set()

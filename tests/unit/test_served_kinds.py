@@ -1,4 +1,4 @@
-"""Kopf is handed only the kinds the server serves (app/handlers.py), so that it has no "Unresolved
+"""Kopf is handed only the kinds the server serves (app/discovery.py), so that it has no "Unresolved
 resources" to warn about: PodDisruptionBudgets are policy/v1beta1 on Kubernetes 1.20, policy/v1
 from 1.25; CSIStorageCapacity is v1 from 1.24, and 1.20 serves storage.k8s.io/v1 without it."""
 
@@ -9,8 +9,8 @@ from typing import Any, cast
 import pytest
 from kubernetes_asyncio.client import ApiClient
 
-from kubesched.app import handlers
-from kubesched.app.handlers import kinds_served, served_group_versions, served_kinds, served_resources
+from kubesched.app import discovery as discovery_module
+from kubesched.app.discovery import kinds_served, served_group_versions, served_kinds, served_resources
 from kubesched.model.kinds import BUDGET_KIND, WATCHED_OBJECTS
 
 
@@ -104,7 +104,7 @@ def versions(kinds: tuple[Any, ...], kind: str) -> list[str]:
 async def test_only_the_served_resources_are_watched(
     monkeypatch: pytest.MonkeyPatch, discovery: Discovery, budgets: list[str], capacities: list[str]
 ) -> None:
-    monkeypatch.setattr(handlers, "request", answering(discovery))
+    monkeypatch.setattr(discovery_module, "request", answering(discovery))
     kinds = await served_kinds(cast(ApiClient, None))
     assert versions(kinds, BUDGET_KIND) == budgets
     assert versions(kinds, "CSIStorageCapacity") == capacities
@@ -151,7 +151,7 @@ async def test_when_discovery_fails_every_kind_is_watched(
             raise answer
         return cast(tuple[int, Any], answer)
 
-    monkeypatch.setattr(handlers, "request", request)
+    monkeypatch.setattr(discovery_module, "request", request)
     assert await served_kinds(cast(ApiClient, None)) == WATCHED_OBJECTS
 
 
@@ -159,7 +159,7 @@ async def test_a_group_version_that_fails_its_discovery_leaves_every_kind_watche
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     discovery = {path: reply for path, reply in KUBERNETES_1_32.items() if path != "/apis/policy/v1"}
-    monkeypatch.setattr(handlers, "request", answering(discovery))
+    monkeypatch.setattr(discovery_module, "request", answering(discovery))
     assert await served_kinds(cast(ApiClient, None)) == WATCHED_OBJECTS
 
 
@@ -167,7 +167,7 @@ async def test_discovery_asks_each_group_version_once(monkeypatch: pytest.Monkey
     """Only the group versions of watched kinds that the server serves: not the core API, not
     storage.k8s.io/v1beta1 on 1.32."""
     asked: list[str] = []
-    monkeypatch.setattr(handlers, "request", answering(KUBERNETES_1_32, asked))
+    monkeypatch.setattr(discovery_module, "request", answering(KUBERNETES_1_32, asked))
     assert versions(await served_kinds(cast(ApiClient, None)), BUDGET_KIND) == ["policy/v1"]
     assert asked[0] == "GET /apis"
     assert sorted(asked[1:]) == [

@@ -6,28 +6,25 @@ write annotations or finalizers onto every pod, and a returned value would be pa
 `status`. They are `async` so that they run on the event loop, which owns the cache and the
 queue (Kopf runs plain functions in a thread pool). Pods and nodes, the busy streams, have
 watches of their own (kube/informer.py); pods with kube-scheduler's non-terminal field selector.
-The kinds watched are listed in model/kinds.py; Kopf is given only those the server serves (1.20
-serves PodDisruptionBudgets as policy/v1beta1 only, 1.25+ as policy/v1 only, and no
-CSIStorageCapacity), so that it has nothing to warn about at start-up.
+The kinds watched are listed in model/kinds.py; Kopf is given only those the server serves
+(app/discovery.py). This module, and with it Kopf, is imported once scheduling has started
+(app/run.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping, Sequence, Set
+from collections.abc import Coroutine, Iterable, Sequence
 from typing import Any
 
 import kopf
-import structlog
 
-from kubesched.kube.client import Api, Configuration, request
+from kubesched.kube.client import Configuration
 from kubesched.kube.early_listing import LIST_PAGE
 from kubesched.model.kinds import WATCHED_OBJECTS, WatchedKind
 from kubesched.policy.controller import PolicyController
 from kubesched.policy.store import API_GROUP, API_VERSION, PLURAL
 from kubesched.runtime.scheduler import Scheduler
-
-log = structlog.get_logger(__name__)
 
 
 class _NoEssence(kopf.AnnotationsDiffBaseStorage):
@@ -38,6 +35,20 @@ class _NoEssence(kopf.AnnotationsDiffBaseStorage):
         self, *, body: kopf.Body, extra_fields: Iterable[kopf.FieldSpec] | None = None
     ) -> kopf.BodyEssence:
         return {}
+
+
+def operator(
+    registry: kopf.OperatorRegistry, *, stop_flag: asyncio.Future[None], ready_flag: asyncio.Event
+) -> Coroutine[Any, Any, None]:
+    """Kopf's operator over `registry`: one of many replicas, cluster-wide, with our settings."""
+    return kopf.operator(
+        registry=registry,
+        settings=operator_settings(),
+        standalone=True,
+        clusterwide=True,
+        stop_flag=stop_flag,
+        ready_flag=ready_flag,
+    )
 
 
 def operator_settings() -> kopf.OperatorSettings:
@@ -61,68 +72,13 @@ def operator_settings() -> kopf.OperatorSettings:
     return settings
 
 
-def served_group_versions(discovery: Any) -> frozenset[str]:
-    """The `group/version`s an APIGroupList (the reply to GET /apis) lists; ValueError if it is not one."""
-    groups = discovery.get("groups") if isinstance(discovery, Mapping) else None
-    if not isinstance(groups, list):
-        raise ValueError(f"not an APIGroupList: {str(discovery)[:200]}")
-    return frozenset(
-        str(version.get("groupVersion"))
-        for group in groups
-        if isinstance(group, Mapping)
-        for version in group.get("versions") or ()
-        if isinstance(version, Mapping)
-    )
-
-
-def served_resources(group_version: str, discovery: Any) -> frozenset[str]:
-    """The `group/version/plural`s an APIResourceList (the reply to GET /apis/<group>/<version>)
-    lists; ValueError if it is not one."""
-    resources = discovery.get("resources") if isinstance(discovery, Mapping) else None
-    if not isinstance(resources, list):
-        raise ValueError(f"not an APIResourceList: {str(discovery)[:200]}")
-    return frozenset(
-        f"{group_version}/{resource.get('name')}" for resource in resources if isinstance(resource, Mapping)
-    )
-
-
-def kinds_served(kinds: Sequence[WatchedKind], resources: Set[str]) -> tuple[WatchedKind, ...]:
-    """The kinds of the core API, and the others whose `group/version/plural` is in `resources`."""
-    return tuple(kind for kind in kinds if not kind.group or f"{kind.api_version}/{kind.plural}" in resources)
-
-
-async def _discover(api: Api, path: str) -> Any:
-    status, body = await request(api, "GET", path, timeout=10.0)
-    if status != 200:
-        raise RuntimeError(f"GET {path} answered {status}: {body}")
-    return body
-
-
-async def served_kinds(api: Api, kinds: Sequence[WatchedKind] = WATCHED_OBJECTS) -> tuple[WatchedKind, ...]:
-    """`kinds` but those the server does not serve, found with API discovery; all of `kinds` when
-    it fails (Kopf then warns about those it cannot resolve). A group version served is not
-    enough: 1.20's storage.k8s.io/v1 has no CSIStorageCapacity, so each group version holding
-    one of `kinds` is asked for its resources, all at once."""
-    try:
-        group_versions = served_group_versions(await _discover(api, "/apis"))
-        asked = sorted({k.api_version for k in kinds if k.group and k.api_version in group_versions})
-        replies = await asyncio.gather(*(_discover(api, f"/apis/{gv}") for gv in asked))
-        resources: set[str] = set()
-        for group_version, reply in zip(asked, replies, strict=True):
-            resources |= served_resources(group_version, reply)
-    except Exception as exc:
-        log.debug("api_discovery_failed", error=repr(exc), effect="every version of each kind is watched")
-        return tuple(kinds)
-    return kinds_served(kinds, resources)
-
-
 def build_registry(
     scheduler: Scheduler,
     login: kopf.ConnectionInfo,
     policies: PolicyController | None = None,
     kinds: Sequence[WatchedKind] = WATCHED_OBJECTS,
 ) -> kopf.OperatorRegistry:
-    """The watches of `kinds` (served_kinds picks those the server serves); SchedulerPolicies only
+    """The watches of `kinds` (discovery.served_kinds picks those the server serves); SchedulerPolicies only
     with `policies` (None when their CRD is not installed)."""
     registry = kopf.OperatorRegistry()
 

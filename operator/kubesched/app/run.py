@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import signal
 import sys
 from dataclasses import replace
 
-import kopf
 import structlog
 
-from kubesched.app.handlers import build_registry, connection_info, operator_settings, served_kinds
+from kubesched.app.discovery import served_kinds
 from kubesched.app.settings import RunSettings
 from kubesched.app.startup import initial_sync, keep_reconciling, sync_bound_pods
 from kubesched.kube.binding import Binder
@@ -44,7 +44,7 @@ async def run_scheduler(settings: RunSettings, *, early: EarlyListings | None = 
     """Run the scheduler process until SIGINT or SIGTERM, or until its scheduling loop fails.
 
     `early`: the start-up sync's first node and pod requests, if sent already (early_listing.py)."""
-    hold_gc()  # until the initial sync is done (telemetry/looplag.py)
+    hold_gc()  # until every listed pod is fed (telemetry/looplag.py)
     if settings.scheduling.policy_config_file:
         algorithm = compile_policy(
             load_policy_file(settings.scheduling.policy_config_file), transport=HTTPTransport
@@ -135,24 +135,12 @@ async def run_scheduler(settings: RunSettings, *, early: EarlyListings | None = 
             informers.append(groups)
         await initial_sync(api, scheduler, nodes, pods, kinds, early=early)
         watches = [asyncio.create_task(w.run(), name=f"watch {w.path}") for w in informers]
-        release_gc()
+        # The pending pods left for the pod watch to feed are part of the start-up's state too.
+        gc_back = asyncio.create_task(_release_gc_when(pods.fed), name="release-gc")
         synced.set()
         # A re-list after a watch gap sends no DELETED for what vanished meanwhile: see kube/listing.py.
         reconciling = asyncio.create_task(
             keep_reconciling(api, scheduler, settings.cache.reconcile_interval), name="cache-reconcile"
-        )
-        kopf_stop: asyncio.Future[None] = loop.create_future()
-        kopf_ready = asyncio.Event()
-        operator = asyncio.create_task(
-            kopf.operator(
-                registry=build_registry(scheduler, await connection_info(conf), watched_policies, kinds),
-                settings=operator_settings(),
-                standalone=True,
-                clusterwide=True,
-                stop_flag=kopf_stop,
-                ready_flag=kopf_ready,
-            ),
-            name="kopf",
         )
         if elector:
             # Every replica watches and keeps its cache and policies warm; only a leader schedules,
@@ -169,6 +157,23 @@ async def run_scheduler(settings: RunSettings, *, early: EarlyListings | None = 
             scheduling = asyncio.create_task(campaign, name="leader-election")
         else:
             scheduling = asyncio.create_task(scheduler.run(), name="scheduling-loop")
+        # Kopf watches what changes seldom (SchedulerPolicies, the kinds of model/kinds.py, all
+        # listed above already); its import, the start-up's largest, runs beside the first cycles.
+        await asyncio.to_thread(import_kopf_wiring)
+        from kubesched.app import handlers  # imported by now
+
+        kopf_stop: asyncio.Future[None] = loop.create_future()
+        kopf_ready = asyncio.Event()
+        operator = asyncio.create_task(
+            handlers.operator(
+                handlers.build_registry(
+                    scheduler, await handlers.connection_info(conf), watched_policies, kinds
+                ),
+                stop_flag=kopf_stop,
+                ready_flag=kopf_ready,
+            ),
+            name="kopf",
+        )
         stop_wait = asyncio.create_task(stopping.wait(), name="stop-signal")
         ready_wait = asyncio.create_task(kopf_ready.wait(), name="kopf-ready")
         waiting = {operator, scheduling, stop_wait, ready_wait}
@@ -194,6 +199,7 @@ async def run_scheduler(settings: RunSettings, *, early: EarlyListings | None = 
             stall_sites=[f"{count}x {site}" for site, count in lag.top_stall_sites()],
         )
         reconciling.cancel()
+        gc_back.cancel()
         for watch in watches:
             watch.cancel()
         with contextlib.suppress(Exception):
@@ -215,6 +221,26 @@ async def run_scheduler(settings: RunSettings, *, early: EarlyListings | None = 
         log.info("stopped")
         if scheduling.done() and not scheduling.cancelled() and scheduling.exception() is not None:
             sys.exit(1)
+
+
+def import_kopf_wiring() -> None:
+    """app/handlers.py, and Kopf with it. Kopf imports kubernetes_asyncio's models, when installed,
+    only to recognise them in `kopf.adopt()` and its kin, which kubesched never calls; they are the
+    largest import there is. So the generated client is hidden while Kopf is imported (unless
+    something imported it already), and Kopf takes it for absent, as it is meant to."""
+    if "kubernetes_asyncio" in sys.modules:
+        importlib.import_module("kubesched.app.handlers")
+        return
+    sys.modules["kubernetes_asyncio"] = None  # type: ignore[assignment]  # import raises ImportError
+    try:
+        importlib.import_module("kubesched.app.handlers")
+    finally:
+        del sys.modules["kubernetes_asyncio"]
+
+
+async def _release_gc_when(fed: asyncio.Event) -> None:
+    await fed.wait()
+    release_gc()
 
 
 def _always() -> bool:

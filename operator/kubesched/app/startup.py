@@ -4,12 +4,18 @@ Kopf's watches list too, but give no signal when their listing is complete; sche
 every bound pod is known would overcommit nodes. So the cache is filled from our own paginated
 LISTs first; Kopf's later events for the same objects are idempotent updates. Nodes and pods are
 listed by their own watches (informer.py), which then watch from those listings.
+
+Scheduling starts once every node, every bound pod, every nominated pod and every gang member is
+in; the other pending pods are queued while the first cycles run (`may_wait`), before the pod
+watch starts. Feeding ten thousand of them would otherwise hold the first bind back. kube-scheduler
+1.20 does no stricter: its WaitForCacheSync returns once the informers have popped their listings,
+while its event handlers may still be adding the pending pods to the queue.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import structlog
@@ -28,6 +34,7 @@ from kubesched.kube.listing import (
     uid_of,
 )
 from kubesched.model.kinds import NODES, PODS, WATCHED_OBJECTS, WatchedKind
+from kubesched.model.podgroup import LEGACY_POD_GROUP_LABEL, POD_GROUP_LABEL
 from kubesched.runtime.scheduler import Scheduler
 
 log = structlog.get_logger(__name__)
@@ -50,7 +57,9 @@ async def initial_sync(
     nodes_listed = asyncio.ensure_future(nodes.list(from_cache=True, early=early))
     # Nodes before pods, so bound pods land on known nodes rather than in the orphan list: the pods'
     # pages are fetched meanwhile and fed after. Each watch starts from its listing.
-    pods_listed = asyncio.ensure_future(pods.list(after=nodes_listed, from_cache=True, early=early))
+    pods_listed = asyncio.ensure_future(
+        pods.list(after=nodes_listed, from_cache=True, early=early, later=may_wait)
+    )
     kinds_listed = [asyncio.ensure_future(_list_kind(api, scheduler, watched)) for watched in kinds]
     listings = [nodes_listed, pods_listed, *kinds_listed]
     try:
@@ -66,6 +75,22 @@ async def initial_sync(
     counts[PODS.plural] = pods_listed.result()
     log.info("cache_synced", **counts)
     return counts
+
+
+def may_wait(pod: Mapping[str, Any]) -> bool:
+    """Whether a listed pod may be queued after scheduling starts: pending, with no nomination
+    (which holds room on its node), not terminating, in no PodGroup (whose members are counted
+    against minMember). Such a pod changes no decision but its own."""
+    spec = pod.get("spec") or {}
+    meta = pod.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    return not (
+        spec.get("nodeName")
+        or (pod.get("status") or {}).get("nominatedNodeName")
+        or meta.get("deletionTimestamp")
+        or POD_GROUP_LABEL in labels
+        or LEGACY_POD_GROUP_LABEL in labels
+    )
 
 
 async def _list_kind(api: Api, scheduler: Scheduler, watched: WatchedKind) -> int:

@@ -31,6 +31,7 @@ log = structlog.get_logger(__name__)
 
 Handler = Callable[[str | None, Mapping[str, Any]], None]
 Pages = list[list[dict[str, Any]]]  # named here: inside Informer, `list` is its method
+Picker = Callable[[Mapping[str, Any]], bool]
 
 
 class Expired(Exception):
@@ -62,6 +63,8 @@ class Informer:
         self.events = 0
         self.relists = 0
         self.failures = 0
+        self._later: Pages = []  # the start-up listing's objects left for run() to feed
+        self.fed = asyncio.Event()  # every object of the first listing handed over
 
     async def list(
         self,
@@ -69,6 +72,7 @@ class Informer:
         *,
         from_cache: bool = False,
         early: EarlyListings | None = None,
+        later: Picker | None = None,
     ) -> int:
         """Feed every object, a page at a time; the watch starts from this listing. Returns how many.
 
@@ -76,7 +80,9 @@ class Informer:
         nodes are fed, and feeds them after: a bound pod then lands on a known node).
         `from_cache`: from the watch cache (listing.list_pages): the start-up's listing, never a
         re-listing after a 410, which must not go back in time; `early`: where its first request
-        may have been sent already (early_listing.py)."""
+        may have been sent already (early_listing.py); `later`: which objects may wait, fed by run()
+        before its watch starts, so that no event overtakes them (the start-up's pending pods that
+        no decision depends on: app/startup.py)."""
         count = 0
         keys: set[str] = set()
         version = ""
@@ -89,22 +95,34 @@ class Informer:
             count += len(page)
             held.append(page)
             if after is None or after.done():
-                await self._feed_pages(held)
+                await self._feed_pages(held, later)
         if after is not None:
             await after
-        await self._feed_pages(held)
+        await self._feed_pages(held, later)
+        if not any(self._later):
+            self.fed.set()
         self.resource_version = version
         if self.relists and self.relisted is not None:
             self.relisted(Listing.of(keys, version))
         return count
 
-    async def _feed_pages(self, pages: Pages) -> None:
-        """Feed and forget `pages`, oldest first."""
+    async def _feed_pages(self, pages: Pages, later: Picker | None = None) -> None:
+        """Feed and forget `pages`, oldest first; what `later` picks is kept for run()."""
         while pages:
-            await feed_page(pages.pop(0), lambda obj: self._feed(None, obj))
+            page = pages.pop(0)
+            if later is not None:
+                now: list[dict[str, Any]] = []
+                wait: list[dict[str, Any]] = []
+                for obj in page:
+                    (wait if later(obj) else now).append(obj)
+                self._later.append(wait)
+                page = now
+            await feed_page(page, lambda obj: self._feed(None, obj))
 
     async def run(self) -> None:
         """Watch until cancelled: resume after disconnects, list again after a 410, back off on errors."""
+        await self._feed_pages(self._later)
+        self.fed.set()
         failures = 0
         while True:
             try:
