@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import base64
+import json
 from pathlib import Path
 from typing import Any
 
+import msgspec.json
 import pytest
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kubesched.kube import early_listing
 from kubesched.kube.early_listing import Endpoint, endpoint, from_kubeconfig, listing_query, sync_requests
@@ -155,3 +159,22 @@ async def test_the_client_goes_on_with_the_endpoint_and_tls_settings_the_early_l
     early = early_listing.EarlyListings(target, {})  # nothing sent
     conf = await load_configuration("/no/such/kubeconfig", early=early)
     assert conf.endpoint is target and conf.ssl_context() is early.context is not None
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**63), max_value=2**64 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=30,
+)
+
+
+@given(_JSON)
+def test_the_early_replies_decode_to_what_the_client_would_have_built(value: Any) -> None:
+    # The early listing decodes with msgspec, the client with json: the sync must not tell them apart.
+    body = json.dumps(value, ensure_ascii=False).encode()
+    decoded = msgspec.json.decode(body)
+    assert decoded == json.loads(body) and type(decoded) is type(json.loads(body))

@@ -10,7 +10,9 @@ Only connections this module can read whole are tried: a kubeconfig's server wit
 certificates or a bearer token, or the in-cluster service account, and no proxy. Anything else
 (exec plugins, auth providers, basic auth, merged kubeconfigs) is left to the client alone.
 
-The standard library and PyYAML only: importing more here would delay what it is for.
+The standard library, PyYAML and msgspec only: importing more here would delay what it is for.
+The replies are decoded with msgspec, which builds the same dicts and lists as `json.loads` in
+about half its time: here, on the way to the first bind, the decoding is the largest cost left.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from __future__ import annotations
 import base64
 import concurrent.futures
 import http.client
-import json
 import os
 import ssl
 import tempfile
@@ -249,10 +250,12 @@ def _fetch(
         try:
             url = f"{target.prefix}{path}?{urllib.parse.urlencode(query)}"
             connection.request("GET", url, headers={"Accept": "application/json", **target.headers})
+            import msgspec.json  # while the server answers, not before the requests go out
+
             response = connection.getresponse()
             body = response.read()
         finally:
             connection.close()
-        reply.set_result((response.status, json.loads(body) if body else None))
+        reply.set_result((response.status, msgspec.json.decode(body) if body else None))
     except Exception as exc:  # handed to the taker, which lists as usual
         reply.set_exception(exc)
