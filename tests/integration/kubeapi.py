@@ -39,3 +39,17 @@ async def events_for(api: ApiClient, namespace: str, pod: str) -> list[dict[str,
     )
     assert status == 200, body
     return list(body["items"])
+
+
+async def wait_events(
+    api: ApiClient, namespace: str, pod: str, reason: str, timeout: float = 30
+) -> list[dict[str, Any]]:
+    """The pod's events with `reason`, once there is one: the recorder posts them after the bind."""
+
+    async def found() -> list[dict[str, Any]]:
+        return [e for e in await events_for(api, namespace, pod) if e["reason"] == reason]
+
+    events: list[dict[str, Any]] = await wait_for(
+        found, timeout=timeout, interval=0.2, message=f"a {reason} event for {namespace}/{pod}"
+    )
+    return events

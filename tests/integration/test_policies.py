@@ -33,8 +33,8 @@ from kubesched_dev.fixtures import (
     wait_for,
 )
 
+from .kubeapi import events_for, pods_by_name, wait_bound, wait_events
 from .kubesched_process import KubeschedProcess
-from .test_scheduling import events_for, pods_by_name, wait_bound
 
 POLICIES = "/apis/kubesched.io/v1alpha1/schedulerpolicies"
 SEED_POLICY = Path(__file__).parents[2] / "examples" / "policies" / "seed-policy.json"
@@ -323,8 +323,8 @@ async def test_two_profiles_side_by_side_and_the_oldest_policy_wins(
     await create_pods(api, [make_pod(n, namespace, pack_name, cpu="500m", memory="512Mi") for n in pack])
     await wait_bound(api, namespace, 6)
     assert len(set(await placements(api, namespace, pack))) == 1
-    scheduled = [e for e in await events_for(api, namespace, "pack-0") if e["reason"] == "Scheduled"]
-    assert scheduled and scheduled[0]["source"]["component"] == pack_name
+    scheduled = await wait_events(api, namespace, "pack-0", "Scheduled")
+    assert scheduled[0]["source"]["component"] == pack_name
 
     # The older policy goes: the younger one takes over its scheduler name.
     await policies.delete(f"pack-{namespace}")

@@ -14,7 +14,7 @@ from kubernetes_asyncio.client import ApiClient
 
 from kubesched_dev.fixtures import create_nodes, create_pods, make_node, make_pod, wait_for
 
-from .kubeapi import events_for, pods_by_name, wait_bound
+from .kubeapi import events_for, pods_by_name, wait_bound, wait_events
 from .kubesched_process import KubeschedProcess
 from .test_policies import Policies, condition, most_requested_available
 
@@ -103,7 +103,7 @@ async def test_shadow_agreement_splits_on_swapped_weights_and_is_exact_when_iden
 
     # One bind per pod, by the active profile: no Scheduled event came from anything else.
     for pod in names:
-        scheduled = [e for e in await events_for(api, namespace, pod) if e["reason"] == "Scheduled"]
+        scheduled = await wait_events(api, namespace, pod, "Scheduled")
         assert len(scheduled) == 1, scheduled
         assert scheduled[0]["message"].endswith(" to idle")
 
