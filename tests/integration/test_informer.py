@@ -6,6 +6,7 @@ The re-list after a 410 needs history compacted under a restarted API server: te
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -48,14 +49,23 @@ async def _run(informer: Informer) -> asyncio.Task[None]:
     return asyncio.create_task(informer.run())
 
 
+@contextlib.asynccontextmanager
+async def watching(informer: Informer) -> AsyncIterator[None]:
+    """The informer's run() while the block runs."""
+    task = await _run(informer)
+    try:
+        yield
+    finally:
+        task.cancel()
+
+
 async def test_listed_pods_then_their_changes_arrive_and_the_watch_survives_server_timeouts(
     api: ApiClient, namespace: str, seen_informer: tuple[Seen, Informer]
 ) -> None:
     seen, informer = seen_informer
     await create_pods(api, [make_pod("before", namespace, scheduler_name="nobody")])
     assert await informer.list() == 1 and seen.last == {"before": None}
-    task = await _run(informer)
-    try:
+    async with watching(informer):
         await create_pods(api, [make_pod("after", namespace, scheduler_name="nobody")])
         await wait_for(lambda: seen.last.get("after") == "ADDED", message="ADDED seen")
         status, _ = await request(api, "DELETE", f"/api/v1/namespaces/{namespace}/pods/before")
@@ -66,8 +76,6 @@ async def test_listed_pods_then_their_changes_arrive_and_the_watch_survives_serv
         await create_pods(api, [make_pod("later", namespace, scheduler_name="nobody")])
         await wait_for(lambda: seen.last.get("later") == "ADDED", message="ADDED after a server timeout")
         assert informer.relists == 0 and seen.listings == []
-    finally:
-        task.cancel()
 
 
 async def test_a_failing_watch_is_retried_with_backoff_not_given_up(
@@ -105,11 +113,8 @@ async def test_a_listing_from_the_watch_cache_fetches_on_but_feeds_only_after_wh
     # Served by the watch cache, which may be a moment behind the pods just created: this listing
     # may miss some, and the watch started from its resourceVersion delivers them.
     assert await listed == len(seen.last) and set(seen.last) <= {"p0", "p1", "p2"}
-    task = await _run(informer)
-    try:
+    async with watching(informer):
         await wait_for(lambda: set(seen.last) == {"p0", "p1", "p2"}, message="every pod, listed or watched")
-    finally:
-        task.cancel()
 
 
 async def test_what_may_wait_is_fed_by_the_watch_before_any_event_it_delivers(
@@ -130,12 +135,9 @@ async def test_what_may_wait_is_fed_by_the_watch_before_any_event_it_delivers(
     assert order == [("now", None)] and not informer.fed.is_set()
     status, _ = await request(api, "DELETE", f"/api/v1/namespaces/{namespace}/pods/wait")
     assert status < 300
-    task = await _run(informer)
-    try:
+    async with watching(informer):
         await wait_for(lambda: seen.last.get("wait") == "DELETED", message="the deletion watched")
         assert order[:2] == [("now", None), ("wait", None)] and informer.fed.is_set(), order
-    finally:
-        task.cancel()
 
 
 async def test_a_listing_with_nothing_left_to_wait_is_fed_at_once(
