@@ -11,8 +11,8 @@ certificates or a bearer token, or the in-cluster service account, and no proxy.
 (exec plugins, auth providers, basic auth, merged kubeconfigs) is left to the client alone.
 
 The standard library, PyYAML and msgspec only: importing more here would delay what it is for.
-The replies are decoded with msgspec, which builds the same dicts and lists as `json.loads` in
-about half its time: here, on the way to the first bind, the decoding is the largest cost left.
+The replies are decoded with msgspec, which builds the same dicts and lists as `json.loads`, faster:
+here, on the way to the first bind, the decoding is the largest cost left.
 """
 
 from __future__ import annotations
