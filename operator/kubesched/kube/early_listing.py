@@ -12,7 +12,7 @@ certificates or a bearer token, or the in-cluster service account, and no proxy.
 
 The standard library, PyYAML and msgspec only: importing more here would delay what it is for.
 The replies are decoded with msgspec, which builds the same dicts and lists as `json.loads`, faster:
-here, on the way to the first bind, the decoding is the largest cost left.
+the decoding lies on the way to the first bind.
 """
 
 from __future__ import annotations
