@@ -146,9 +146,10 @@ _table_or_json_option: Final = click.option(
 def run(**flags: Any) -> None:
     """Run the scheduler."""
     from kubesched.kube import early_listing
-    from kubesched.telemetry.looplag import hold_gc
+    from kubesched.telemetry.looplag import hold_gc, share_gil
 
     hold_gc()  # from the first import until every listed pod is fed (app/run.py)
+    share_gil()
     # Before the imports below, the longest part of the start: the server answers meanwhile.
     early = early_listing.start(flags.get("kubeconfig"))
     from kubesched.app.settings import RunSettings

@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import sys
 import time
 
+import pytest
 import structlog
 
-from kubesched.telemetry.looplag import GC_THRESHOLDS, LoopLagMonitor, hold_gc, release_gc
+from kubesched.telemetry.looplag import (
+    GC_THRESHOLDS,
+    GIL_SWITCH_INTERVAL,
+    LoopLagMonitor,
+    hold_gc,
+    release_gc,
+    share_gil,
+)
 
 
 async def test_a_loop_blocked_by_synchronous_work_is_reported_with_how_long() -> None:
@@ -99,3 +108,13 @@ def _spin(seconds: float) -> None:
     end = time.thread_time() + seconds
     while time.thread_time() < end:
         pass
+
+
+def test_threads_hand_the_gil_over_well_before_pythons_default_5_ms() -> None:
+    before = sys.getswitchinterval()
+    try:
+        share_gil()
+        assert sys.getswitchinterval() == pytest.approx(GIL_SWITCH_INTERVAL)
+        assert GIL_SWITCH_INTERVAL < 0.005  # Python's default
+    finally:
+        sys.setswitchinterval(before)

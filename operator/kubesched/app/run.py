@@ -35,7 +35,7 @@ from kubesched.runtime.queue import SchedulingQueue
 from kubesched.runtime.scheduler import Scheduler
 from kubesched.telemetry import metrics
 from kubesched.telemetry.http_server import Endpoints
-from kubesched.telemetry.looplag import LoopLagMonitor, hold_gc, release_gc
+from kubesched.telemetry.looplag import LoopLagMonitor, hold_gc, release_gc, share_gil
 
 log = structlog.get_logger("kubesched")
 
@@ -45,6 +45,7 @@ async def run_scheduler(settings: RunSettings, *, early: EarlyListings | None = 
 
     `early`: the start-up sync's first node and pod requests, if sent already (early_listing.py)."""
     hold_gc()  # until every listed pod is fed (telemetry/looplag.py)
+    share_gil()
     if settings.scheduling.policy_config_file:
         algorithm = compile_policy(
             load_policy_file(settings.scheduling.policy_config_file), transport=HTTPTransport
