@@ -147,3 +147,25 @@ async def test_a_listing_with_nothing_left_to_wait_is_fed_at_once(
     await create_pods(api, [make_pod("only", namespace, scheduler_name="nobody")])
     assert await informer.list(later=lambda pod: False) == 1
     assert seen.last == {"only": None} and informer.fed.is_set()
+
+
+async def test_held_it_feeds_a_first_slice_of_what_waits_and_the_rest_once_released(
+    api: ApiClient, namespace: str, seen_informer: tuple[Seen, Informer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The start-up's first cycle takes the first pending pods alone; the rest follow its binds (app/run.py).
+    monkeypatch.setattr(informer_module, "SLICE", 2)
+    seen, informer = seen_informer
+    names = [f"p{index}" for index in range(5)]
+    await create_pods(api, [make_pod(name, namespace, scheduler_name="nobody") for name in names])
+    assert await informer.list(later=lambda pod: True) == 5
+    assert seen.last == {}
+    release = asyncio.Event()
+    task = asyncio.create_task(informer.run(hold=release.wait))
+    try:
+        await wait_for(lambda: len(seen.last) == 2, message="the first slice fed")
+        await asyncio.sleep(0.2)  # given the chance, it feeds nothing more while held
+        assert len(seen.last) == 2 and not informer.fed.is_set(), seen.last
+        release.set()
+        await wait_for(lambda: informer.fed.is_set() and set(seen.last) == set(names), message="the rest fed")
+    finally:
+        task.cancel()

@@ -127,3 +127,66 @@ async def test_a_term_opens_with_small_batches_that_double_up_to_the_batch_size(
         await asyncio.wait_for(loop, 5)
     assert FIRST_BATCH == 4
     assert queue.sizes == [4, 8, 16, 32, 32, 8], queue.sizes
+
+
+def plain_scheduler(binder: TurnRecordingBinder) -> Scheduler:
+    return Scheduler(
+        SchedulerSettings(NAME, seed=1, batch_size=32),
+        default_algorithm(),
+        cast(Binder, binder),
+        cast(Recorder, SilentRecorder()),
+        queue=SchedulingQueue(QueueSettings(0.01, 0.02, 60.0)),
+    )
+
+
+async def test_the_first_batch_is_out_once_its_binds_have_started() -> None:
+    # The start-up holds the pending pods beyond a first slice, and Kopf's import, until then.
+    binder = TurnRecordingBinder(Turns())
+    scheduler = plain_scheduler(binder)
+    scheduler.on_node("ADDED", make_node("n1", cpu="64", pods="200"))
+    for index in range(10):
+        scheduler.on_pod("ADDED", make_pod(f"p{index}", scheduler_name=NAME, cpu="10m"))
+    seen_at_release: list[int] = []
+
+    async def note_release() -> None:
+        await scheduler.first_batch_out.wait()
+        seen_at_release.append(len(binder.started_on))
+
+    noting = asyncio.create_task(note_release())
+    loop = asyncio.create_task(scheduler.run())
+    try:
+        await asyncio.wait_for(noting, 5)
+    finally:
+        scheduler.queue.close()
+        await asyncio.wait_for(loop, 5)
+    assert seen_at_release == [FIRST_BATCH], seen_at_release
+
+
+async def test_with_nothing_to_place_the_first_batch_is_not_waited_for() -> None:
+    # Pending pods gated, or none at all: the start-up must not wait for a batch that never comes.
+    scheduler = plain_scheduler(TurnRecordingBinder(Turns()))
+    gated = make_pod("gated", scheduler_name=NAME)
+    gated["spec"]["schedulingGates"] = [{"name": "example.com/quota"}]
+    scheduler.on_pod("ADDED", gated)
+    loop = asyncio.create_task(scheduler.run())
+    try:
+        await asyncio.wait_for(scheduler.first_batch_out.wait(), 5)
+        assert not loop.done()
+    finally:
+        scheduler.queue.close()
+        await asyncio.wait_for(loop, 5)
+
+
+async def test_a_loop_that_crashes_releases_what_waits_for_its_first_batch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def broken(*_: object, **__: object) -> None:
+        raise RuntimeError("algorithm failed")
+
+    monkeypatch.setattr(scheduler_module, "schedule_batch", broken)
+    scheduler = plain_scheduler(TurnRecordingBinder(Turns()))
+    scheduler.on_node("ADDED", make_node("n1"))
+    scheduler.on_pod("ADDED", make_pod("p", scheduler_name=NAME))
+    with pytest.raises(RuntimeError, match="algorithm failed"):
+        await asyncio.wait_for(scheduler.run(), 5)
+    assert scheduler.first_batch_out.is_set()

@@ -135,7 +135,13 @@ async def run_scheduler(settings: RunSettings, *, early: EarlyListings | None = 
             await groups.list()  # before the pods: a member never finds its group missing
             informers.append(groups)
         await initial_sync(api, scheduler, nodes, pods, kinds, early=early)
-        watches = [asyncio.create_task(w.run(), name=f"watch {w.path}") for w in informers]
+        # The first cycle runs alone: the pending pods beyond a first slice, and Kopf's import, wait
+        # for its binds to leave, rather than take the GIL from it. A follower's loop does not run.
+        first_batch = scheduler.first_batch_out.wait if elector is None else None
+        watches = [
+            asyncio.create_task(w.run(first_batch if w is pods else None), name=f"watch {w.path}")
+            for w in informers
+        ]
         # The pending pods left for the pod watch to feed are part of the start-up's state too.
         gc_back = asyncio.create_task(_release_gc_when(pods.fed), name="release-gc")
         synced.set()
@@ -160,6 +166,8 @@ async def run_scheduler(settings: RunSettings, *, early: EarlyListings | None = 
             scheduling = asyncio.create_task(scheduler.run(), name="scheduling-loop")
         # Kopf watches what changes seldom (SchedulerPolicies, the kinds of model/kinds.py, all
         # listed above already); its import, the start-up's largest, runs beside the first cycles.
+        if first_batch is not None:
+            await first_batch()
         await asyncio.to_thread(import_kopf_wiring)
         from kubesched.app import handlers  # imported by now
 

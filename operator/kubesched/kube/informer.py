@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import aiohttp
@@ -119,8 +119,16 @@ class Informer:
                 page = now
             await feed_page(page, lambda obj: self._feed(None, obj))
 
-    async def run(self) -> None:
-        """Watch until cancelled: resume after disconnects, list again after a 410, back off on errors."""
+    async def run(self, hold: Callable[[], Awaitable[object]] | None = None) -> None:
+        """Watch until cancelled: resume after disconnects, list again after a 410, back off on errors.
+
+        `hold`: fed the first slice of what the listing left for later, wait for it before feeding
+        the rest (the start-up's first cycle then has the GIL to itself: app/run.py)."""
+        if hold is not None and self._later:
+            first = self._later[0]
+            await feed_page(first[:SLICE], lambda obj: self._feed(None, obj))
+            self._later[0] = first[SLICE:]
+            await hold()
         await self._feed_pages(self._later)
         self.fed.set()
         failures = 0

@@ -52,7 +52,7 @@ from kubesched.runtime.bind_gate import BindGate
 from kubesched.runtime.cache import SchedulerCache
 from kubesched.runtime.gangs import GangTracker, group_lookup
 from kubesched.runtime.nominator import Nominator
-from kubesched.runtime.queue import QueuedPod, SchedulingQueue
+from kubesched.runtime.queue import ACTIVE, QueuedPod, SchedulingQueue
 from kubesched.runtime.volumes import assume_in_cache, forget_in_cache
 from kubesched.telemetry import metrics
 
@@ -108,6 +108,9 @@ class Scheduler:
         # probe is looked up when first needed: the binders of some tests have none.
         self._gate = gate or BindGate(lambda: self._binder.answers())
         self._term_lock = asyncio.Lock()
+        # Set once the first batch's binds are out, or the loop found nothing to place: the start-up
+        # holds the rest of its work back until then (app/run.py).
+        self.first_batch_out = asyncio.Event()
         self._stopping = False  # shutdown: binds not yet sent are not sent
         self._log = log.bind(profile=settings.name)
         self.observe: Observer | None = None  # shadow policies, fed every decision (leader only)
@@ -330,6 +333,7 @@ class Scheduler:
         try:
             await self._schedule()
         finally:
+            self.first_batch_out.set()
             statuses.cancel()
 
     async def _schedule(self) -> None:
@@ -338,6 +342,8 @@ class Scheduler:
         # after a few pods' decisions rather than a whole batch's (a term opens on a full queue).
         limit = FIRST_BATCH
         while True:
+            if not self.first_batch_out.is_set() and not self.queue.counts()[ACTIVE]:
+                self.first_batch_out.set()  # nothing to place yet: nothing to wait for
             batch = await self.queue.pop_batch(min(limit, self.settings.batch_size))
             limit = min(2 * limit, self.settings.batch_size)
             if not batch:
@@ -369,6 +375,7 @@ class Scheduler:
                     # The binds created so far send their requests before the next ones are made:
                     # a whole batch at once holds the loop for as long as all its binds take to start.
                     await asyncio.sleep(0)
+            self.first_batch_out.set()
 
     async def drain(self, grace: float = 10.0) -> None:
         """Stop taking pods and let the binds in flight finish."""
