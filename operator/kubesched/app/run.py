@@ -165,7 +165,8 @@ async def run_scheduler(settings: RunSettings, *, early: EarlyListings | None = 
         else:
             scheduling = asyncio.create_task(scheduler.run(), name="scheduling-loop")
         # Kopf watches what changes seldom (SchedulerPolicies, the kinds of model/kinds.py, all
-        # listed above already); its import, the start-up's largest, runs beside the first cycles.
+        # listed above already); its import, the start-up's largest, waits for the first batch's
+        # binds (with leader election, it runs beside the first cycles).
         if first_batch is not None:
             await first_batch()
         await asyncio.to_thread(import_kopf_wiring)
