@@ -52,16 +52,22 @@ class SilentRecorder:
         pass
 
 
-async def binds_per_turn(batch_size: int, pods: int) -> Counter[int]:
-    turns = Turns()
-    binder = TurnRecordingBinder(turns)
-    scheduler = Scheduler(
+def plain_scheduler(
+    binder: TurnRecordingBinder, batch_size: int = 32, queue: SchedulingQueue | None = None
+) -> Scheduler:
+    return Scheduler(
         SchedulerSettings(NAME, seed=1, batch_size=batch_size),
         default_algorithm(),
         cast(Binder, binder),
         cast(Recorder, SilentRecorder()),
-        queue=SchedulingQueue(QueueSettings(0.01, 0.02, 60.0)),
+        queue=SchedulingQueue(QueueSettings(0.01, 0.02, 60.0)) if queue is None else queue,
     )
+
+
+async def binds_per_turn(batch_size: int, pods: int) -> Counter[int]:
+    turns = Turns()
+    binder = TurnRecordingBinder(turns)
+    scheduler = plain_scheduler(binder, batch_size)
     scheduler.on_node("ADDED", make_node("n1", cpu="64", pods=str(pods + 10)))
     for index in range(pods):
         scheduler.on_pod("ADDED", make_pod(f"p{index}", scheduler_name=NAME, cpu="10m"))
@@ -109,13 +115,7 @@ async def test_a_term_opens_with_small_batches_that_double_up_to_the_batch_size(
     # The first binds leave after FIRST_BATCH decisions, not a whole batch's.
     queue = SizeRecordingQueue(QueueSettings(0.01, 0.02, 60.0))
     queue.sizes = []
-    scheduler = Scheduler(
-        SchedulerSettings(NAME, seed=1, batch_size=32),
-        default_algorithm(),
-        cast(Binder, TurnRecordingBinder(Turns())),
-        cast(Recorder, SilentRecorder()),
-        queue=queue,
-    )
+    scheduler = plain_scheduler(TurnRecordingBinder(Turns()), queue=queue)
     scheduler.on_node("ADDED", make_node("n1", cpu="64", pods="200"))
     for index in range(100):
         scheduler.on_pod("ADDED", make_pod(f"p{index}", scheduler_name=NAME, cpu="10m"))
@@ -127,16 +127,6 @@ async def test_a_term_opens_with_small_batches_that_double_up_to_the_batch_size(
         await asyncio.wait_for(loop, 5)
     assert FIRST_BATCH == 4
     assert queue.sizes == [4, 8, 16, 32, 32, 8], queue.sizes
-
-
-def plain_scheduler(binder: TurnRecordingBinder) -> Scheduler:
-    return Scheduler(
-        SchedulerSettings(NAME, seed=1, batch_size=32),
-        default_algorithm(),
-        cast(Binder, binder),
-        cast(Recorder, SilentRecorder()),
-        queue=SchedulingQueue(QueueSettings(0.01, 0.02, 60.0)),
-    )
 
 
 async def test_the_first_batch_is_out_once_its_binds_have_started() -> None:
