@@ -87,6 +87,15 @@ async def test_an_early_listing_is_taken_in_place_of_the_same_request(
     names = [[n["metadata"]["name"] for n in page] for page in taken]
     assert names == [[n["metadata"]["name"] for n in page] for page in again]
     assert {"early-0", "early-1", "early-2"} <= set(names[0]), names
+    # The same objects, but for managedFields: the early listing leaves them out.
+    mine = {
+        n["metadata"]["name"]: n for page in taken for n in page if n["metadata"]["name"].startswith("early-")
+    }
+    theirs = {n["metadata"]["name"]: n for page in again for n in page if n["metadata"]["name"] in mine}
+    assert all("managedFields" in n["metadata"] for n in theirs.values()), "the server records them"
+    for n in theirs.values():
+        del n["metadata"]["managedFields"]
+    assert mine == theirs
     # Another request than the one sent early (here, from etcd) is sent as usual.
     await listing.list_versioned(api, PODS.path, **PODS.query)
     assert (

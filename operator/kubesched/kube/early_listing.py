@@ -12,7 +12,9 @@ certificates or a bearer token, or the in-cluster service account, and no proxy.
 
 The standard library, PyYAML and msgspec only: importing more here would delay what it is for.
 The replies are decoded with msgspec, which builds the same dicts and lists as `json.loads`, faster:
-the decoding lies on the way to the first bind.
+the decoding lies on the way to the first bind. It leaves out each object's metadata.managedFields,
+the server's record of who wrote which field: no scheduler reads it, and at 5,000 nodes it is
+nearly half the bytes, which msgspec skips in about a third of the time it takes to build them.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import yaml
 
@@ -43,6 +45,47 @@ LIST_PAGE = 100
 
 Query = tuple[tuple[str, str], ...]
 Reply = tuple[int, Any]  # (HTTP status, parsed JSON body)
+
+
+class ObjectMeta(TypedDict, total=False):
+    """An object's metadata as listed, every field but managedFields (Kubernetes 1.20 to 1.32):
+    decoding into it skips that one field and keeps the others as plain dicts."""
+
+    name: Any
+    generateName: Any
+    namespace: Any
+    selfLink: Any
+    uid: Any
+    resourceVersion: Any
+    generation: Any
+    creationTimestamp: Any
+    deletionTimestamp: Any
+    deletionGracePeriodSeconds: Any
+    labels: Any
+    annotations: Any
+    ownerReferences: Any
+    finalizers: Any
+    clusterName: Any  # until 1.24
+
+
+class Item(TypedDict, total=False):
+    """A listed node or pod: the only kinds listed early."""
+
+    apiVersion: Any
+    kind: Any
+    metadata: ObjectMeta
+    spec: Any
+    status: Any
+
+
+class ListReply(TypedDict, total=False):
+    """A successful LIST's body; a failure's (a Status) is decoded whole."""
+
+    apiVersion: Any
+    kind: Any
+    metadata: Any
+    items: list[Item]
+
 
 # The kubeconfig entries read here; an entry with any other field is left to the client.
 _CLUSTER_FIELDS = frozenset(
@@ -197,7 +240,8 @@ def sync_requests() -> dict[str, Query]:
 
 
 class EarlyListings:
-    """Requests sent at once, each from a thread of its own; each reply is taken once."""
+    """Listings of nodes or pods (`Item`) sent at once, each from a thread of its own; each reply
+    is taken once."""
 
     def __init__(self, target: Endpoint, requests: Mapping[str, Query]) -> None:
         # The endpoint and its TLS settings, as read: the client goes on with them (kube/client.py).
@@ -250,12 +294,21 @@ def _fetch(
         try:
             url = f"{target.prefix}{path}?{urllib.parse.urlencode(query)}"
             connection.request("GET", url, headers={"Accept": "application/json", **target.headers})
-            import msgspec.json  # while the server answers, not before the requests go out
+            import msgspec.json  # noqa: F401  # while the server answers, not before the requests go out
 
             response = connection.getresponse()
             body = response.read()
         finally:
             connection.close()
-        reply.set_result((response.status, msgspec.json.decode(body) if body else None))
+        reply.set_result((response.status, decode_reply(response.status, body)))
     except Exception as exc:  # handed to the taker, which lists as usual
         reply.set_exception(exc)
+
+
+def decode_reply(status: int, body: bytes) -> Any:
+    """A reply's body as `json.loads` would build it, less each listed object's managedFields."""
+    import msgspec.json
+
+    if not body:
+        return None
+    return msgspec.json.decode(body, type=ListReply if 200 <= status < 300 else Any)
