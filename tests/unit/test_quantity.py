@@ -158,3 +158,23 @@ def test_identical_requests_read_alike_and_malformed_amounts_are_refused_every_t
             pod_requests(spec({"cpu": True}))
         with pytest.raises(QuantityError):
             pod_requests(spec({"cpu": "-1"}))
+
+
+def test_identical_resource_lists_read_alike_and_malformed_ones_are_refused_every_time() -> None:
+    # A node's allocatable (and any ResourceList of strings) is converted once per distinct list.
+    from kubesched.model.resources import resource_from_list
+
+    first = resource_from_list({"cpu": "4", "memory": "8Gi", "pods": "110", "example.com/gpu": "2"})
+    again = resource_from_list({"cpu": "4", "memory": "8Gi", "pods": "110", "example.com/gpu": "2"})
+    assert again is first
+    assert (first.milli_cpu, first.memory, first.allowed_pods, dict(first.scalar)) == (
+        4000,
+        8 << 30,
+        110,
+        {"example.com/gpu": 2},
+    )
+    assert resource_from_list({"cpu": 1}).milli_cpu == 1000
+    for _ in range(2):
+        for bad in ({"cpu": True}, {"cpu": "-1"}, {"memory": "1Qi"}):
+            with pytest.raises(QuantityError):
+                resource_from_list(bad)

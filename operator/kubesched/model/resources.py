@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -85,9 +86,24 @@ def resource_from_list(resources: Mapping[str, Any] | None) -> Resource:
     """Convert a ResourceList (`{"cpu": "100m", ...}`); QuantityError on a malformed or negative amount."""
     if not resources:
         return ZERO
+    # As the API server writes them, strings: a cluster's nodes come in a few shapes and its pods
+    # ask for a few sizes, each converted once. Anything else is converted each time, so that a
+    # malformed amount is reported as its own parse reports it (True equals 1 as a key, but is no
+    # quantity). A Resource is immutable: one serves every caller.
+    if all(type(amount) is str for amount in resources.values()):
+        return _resource_of(tuple(resources.items()))
+    return _resource(tuple(resources.items()))
+
+
+@functools.lru_cache(maxsize=4096)
+def _resource_of(items: tuple[tuple[str, str], ...]) -> Resource:
+    return _resource(items)
+
+
+def _resource(items: tuple[tuple[str, Any], ...]) -> Resource:
     milli_cpu = memory = storage = pods = 0
     scalar: dict[str, int] = {}
-    for name, raw in resources.items():
+    for name, raw in items:
         quantity = parse_quantity(raw)
         # The API server refuses these; one that slipped by must not free capacity. (A Fraction's sign
         # is its numerator's: comparing it with 0 goes through the numbers ABCs, far slower.)
