@@ -142,7 +142,7 @@ def test_non_quantities_are_rejected(bad: object) -> None:
 
 
 def test_identical_requests_read_alike_and_malformed_amounts_are_refused_every_time() -> None:
-    # Container requests are worked out once per distinct set of strings (model/objects.py); what
+    # Container requests are worked out once per distinct set of strings (model/resources.py); what
     # is not all strings is worked out each time: True equals 1 as a key, but is no quantity.
     from kubesched.model.objects import pod_requests
 

@@ -6,13 +6,12 @@ reported to the user (event, log) instead of crashing a watch handler or the sch
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from kubesched.model.quantity import QuantityError, milli_value, parse_quantity, value
+from kubesched.model.quantity import QuantityError
 from kubesched.model.resources import (
     CPU,
     DEFAULT_MEMORY_REQUEST,
@@ -162,30 +161,14 @@ def _container_requests(container: Mapping[str, Any]) -> Mapping[str, Any]:
     return (container.get("resources") or {}).get("requests") or {}
 
 
-def _non_zero(requests: Mapping[str, Any]) -> tuple[int, int]:
-    cpu = milli_value(parse_quantity(requests[CPU])) if CPU in requests else DEFAULT_MILLI_CPU_REQUEST
-    mem = value(parse_quantity(requests[MEMORY])) if MEMORY in requests else DEFAULT_MEMORY_REQUEST
-    return cpu, mem
-
-
 def _amounts(requests: Mapping[str, Any]) -> tuple[Resource, int, int]:
-    """A container's requests, and its non-zero cpu and memory.
-
-    The pods of one workload ask alike, thousands at once at start-up: identical requests (as the
-    API server writes them, strings) are worked out once. Anything else is worked out each time,
-    so that a malformed amount is reported as its own parse reports it."""
-    if all(type(amount) is str for amount in requests.values()):
-        return _amounts_of(tuple(requests.items()))
-    return _work_out(requests)
-
-
-@functools.lru_cache(maxsize=1024)
-def _amounts_of(requests: tuple[tuple[str, str], ...]) -> tuple[Resource, int, int]:
-    return _work_out(dict(requests))
-
-
-def _work_out(requests: Mapping[str, Any]) -> tuple[Resource, int, int]:
-    return (resource_from_list(requests), *_non_zero(requests))
+    """A container's requests, and its non-zero cpu and memory: what it asks for, or the scoring
+    defaults for what it does not name. resource_from_list converts each distinct list of strings
+    once, as the pods of one workload ask alike, thousands at once at start-up."""
+    amount = resource_from_list(requests)
+    cpu = amount.milli_cpu if CPU in requests else DEFAULT_MILLI_CPU_REQUEST
+    mem = amount.memory if MEMORY in requests else DEFAULT_MEMORY_REQUEST
+    return amount, cpu, mem
 
 
 def is_restartable_init_container(container: Mapping[str, Any]) -> bool:
@@ -235,11 +218,12 @@ def pod_requests(spec: Mapping[str, Any]) -> tuple[Resource, int, int]:
     nz_mem = max(nz_mem, init_mem)
     overhead = spec.get("overhead") or {}
     if overhead:
-        total = total + resource_from_list(overhead)
+        extra = resource_from_list(overhead)
+        total = total + extra
         if CPU in overhead:
-            nz_cpu += milli_value(parse_quantity(overhead[CPU]))
+            nz_cpu += extra.milli_cpu
         if MEMORY in overhead:
-            nz_mem += value(parse_quantity(overhead[MEMORY]))
+            nz_mem += extra.memory
     return total, nz_cpu, nz_mem
 
 
