@@ -11,6 +11,7 @@ from typing import Any, Final
 import click
 from click.decorators import FC
 
+from kubesched.app.eventloop import EVENT_LOOPS
 from kubesched.telemetry import logs
 
 
@@ -143,6 +144,13 @@ _table_or_json_option: Final = click.option(
 @click.option(
     "--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info", show_default=True
 )
+@click.option(
+    "--event-loop",
+    type=click.Choice(EVENT_LOOPS),
+    default="uvloop",
+    show_default=True,
+    help="The event loop: uvloop, or the standard library's asyncio loop.",
+)
 def run(**flags: Any) -> None:
     """Run the scheduler."""
     from kubesched.kube import early_listing
@@ -177,9 +185,11 @@ def run(**flags: Any) -> None:
     from kubesched.policy.compile import PolicyError
 
     try:
+        from kubesched.app.eventloop import event_loop
         from kubesched.app.run import run_scheduler
 
-        asyncio.run(run_scheduler(settings, early=early))
+        with event_loop(settings.process.event_loop):
+            asyncio.run(run_scheduler(settings, early=early))
     except PolicyError as exc:
         raise click.ClickException(f"{scheduling.policy_config_file}: {exc}") from exc
     except KeyboardInterrupt:

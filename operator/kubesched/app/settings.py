@@ -105,6 +105,14 @@ class CacheSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class ProcessSettings:
+    """What the process runs on."""
+
+    # "uvloop" or "asyncio" (the standard library's loop), for every loop of the process.
+    event_loop: str = field(default="uvloop", metadata={"flag": "--event-loop"})
+
+
+@dataclass(frozen=True, slots=True)
 class RunSettings:
     """Everything `kubesched run` is told."""
 
@@ -113,6 +121,7 @@ class RunSettings:
     election: ElectionSettings = field(default_factory=ElectionSettings)
     observability: ObservabilitySettings = field(default_factory=ObservabilitySettings)
     cache: CacheSettings = field(default_factory=CacheSettings)
+    process: ProcessSettings = field(default_factory=ProcessSettings)
 
     @classmethod
     def from_flags(cls, values: Mapping[str, Any]) -> RunSettings:
