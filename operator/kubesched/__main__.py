@@ -1,3 +1,3 @@
-from kubesched.cli import main
+from kubesched.launch import main
 
 main()

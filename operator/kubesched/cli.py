@@ -153,13 +153,13 @@ _table_or_json_option: Final = click.option(
 )
 def run(**flags: Any) -> None:
     """Run the scheduler."""
+    from kubesched.app.tuning import hold_gc, share_gil
     from kubesched.kube import early_listing
-    from kubesched.telemetry.looplag import hold_gc, share_gil
 
     hold_gc()  # from the first import until every listed pod is fed (app/run.py)
     share_gil()
-    # Before the imports below, the longest part of the start: the server answers meanwhile.
-    early = early_listing.start(flags.get("kubeconfig"))
+    # Sent before the imports below, the longest part of the start, if launch.py has not already.
+    early = early_listing.begun(flags.get("kubeconfig"))
     from kubesched.app.settings import RunSettings
 
     settings = RunSettings.from_flags(flags)

@@ -14,6 +14,7 @@ import structlog
 from kubesched.app.discovery import served_kinds
 from kubesched.app.settings import RunSettings
 from kubesched.app.startup import initial_sync, keep_reconciling, sync_bound_pods
+from kubesched.app.tuning import hold_gc, release_gc, share_gil
 from kubesched.kube.binding import Binder
 from kubesched.kube.client import TokenBucket, api_client, load_configuration
 from kubesched.kube.early_listing import EarlyListings
@@ -35,7 +36,7 @@ from kubesched.runtime.queue import SchedulingQueue
 from kubesched.runtime.scheduler import Scheduler
 from kubesched.telemetry import metrics
 from kubesched.telemetry.http_server import Endpoints
-from kubesched.telemetry.looplag import LoopLagMonitor, hold_gc, release_gc, share_gil
+from kubesched.telemetry.looplag import LoopLagMonitor
 
 log = structlog.get_logger("kubesched")
 
@@ -44,7 +45,7 @@ async def run_scheduler(settings: RunSettings, *, early: EarlyListings | None = 
     """Run the scheduler process until SIGINT or SIGTERM, or until its scheduling loop fails.
 
     `early`: the start-up sync's first node and pod requests, if sent already (early_listing.py)."""
-    hold_gc()  # until every listed pod is fed (telemetry/looplag.py)
+    hold_gc()  # until every listed pod is fed (app/tuning.py)
     share_gil()
     if settings.scheduling.policy_config_file:
         algorithm = compile_policy(

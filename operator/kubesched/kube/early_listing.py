@@ -278,6 +278,26 @@ def start(kubeconfig: str | None, requests: Mapping[str, Query] | None = None) -
         return None  # unreadable certificates: the client reports them
 
 
+# What `begin` sent, by the --kubeconfig it was read for (None: the default one).
+_begun: dict[str | None, EarlyListings | None] = {}
+
+
+def begin(kubeconfig: str | None) -> None:
+    """Send the sync's requests for `kubeconfig` now, for `begun` to hand over: `kubesched run`
+    calls it before it parses its command line (launch.py)."""
+    _begun.clear()
+    _begun[kubeconfig] = start(kubeconfig)
+
+
+def begun(kubeconfig: str | None) -> EarlyListings | None:
+    """The listings `begin` sent, if it read the same `kubeconfig`; otherwise they are dropped and
+    the sync's requests sent now (`start`)."""
+    if kubeconfig in _begun:
+        return _begun.pop(kubeconfig)
+    _begun.clear()
+    return start(kubeconfig)
+
+
 def _fetch(
     target: Endpoint,
     context: ssl.SSLContext | None,
