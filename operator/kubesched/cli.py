@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
@@ -138,7 +139,7 @@ _table_or_json_option: Final = click.option(
 @_duration_option(
     "--cache-reconcile-interval",
     "60s",
-    "How often the cache is compared with a fresh listing of nodes and pods (0: never).",
+    "How often the cache is compared with a fresh listing of every kind it holds (0: never).",
 )
 @click.option("--log-format", type=click.Choice(["console", "json"]), default="console", show_default=True)
 @click.option(
@@ -182,18 +183,37 @@ def run(**flags: Any) -> None:
     problems = election.problems() if election else []
     if problems:
         raise click.UsageError("; ".join(problems))
+    from kubesched.app.eventloop import event_loop
+    from kubesched.app.run import StartupError, run_scheduler
     from kubesched.policy.compile import PolicyError
 
     try:
-        from kubesched.app.eventloop import event_loop
-        from kubesched.app.run import run_scheduler
-
         with event_loop(settings.process.event_loop):
             asyncio.run(run_scheduler(settings, early=early))
     except PolicyError as exc:
-        raise click.ClickException(f"{scheduling.policy_config_file}: {exc}") from exc
+        # Most messages of a policy file name it already.
+        text, where = str(exc), str(scheduling.policy_config_file)
+        message = text if text.startswith(where) else f"{where}: {text}"
+        raise CommandError(message, settings.observability.log_level) from exc
+    except StartupError as exc:
+        raise CommandError(str(exc), settings.observability.log_level) from exc
     except KeyboardInterrupt:
         pass
+
+
+class CommandError(click.ClickException):
+    """A failure told in one line; with --log-level debug, the traceback that led to it too."""
+
+    def __init__(self, message: str, log_level: str = "info") -> None:
+        super().__init__(message)
+        self.debug = log_level.lower() == "debug"
+
+    def show(self, file: Any = None) -> None:
+        if self.debug and self.__cause__ is not None:
+            import traceback
+
+            traceback.print_exception(self.__cause__, file=sys.stderr)
+        super().show(file)
 
 
 @main.group()

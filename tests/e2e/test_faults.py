@@ -298,6 +298,132 @@ async def test_objects_deleted_during_a_watch_gap_leave_the_cache(
     print(f"Scheduled events: one for each of the {len(binds)} pods bound (waited {events.waited:.1f} s)")
 
 
+# Every kind the plugins read goes through the same watch as nodes and pods: a deletion that a
+# watch gap hid leaves the cache at the re-list (or the next reconcile) for each of them. etcd keys:
+GAP_KEYS = {
+    "budgets": "/registry/poddisruptionbudgets/{ns}/db",
+    "services": "/registry/services/specs/{ns}/web",
+    "persistent_volume_claims": "/registry/persistentvolumeclaims/{ns}/claim",
+    "namespaces": "/registry/namespaces/{ns}-gone",
+}
+
+
+def gap_objects(namespace: str) -> list[tuple[str, dict[str, Any]]]:
+    """A PDB protecting the cheaper of two victims, a Service, a PVC and a Namespace."""
+    meta = {"namespace": namespace}
+    return [
+        (
+            f"/apis/policy/v1beta1/namespaces/{namespace}/poddisruptionbudgets",
+            {
+                "apiVersion": "policy/v1beta1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": "db", **meta},
+                "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}},
+            },
+        ),
+        (
+            f"/api/v1/namespaces/{namespace}/services",
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": {"name": "web", **meta},
+                "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]},
+            },
+        ),
+        (
+            f"/api/v1/namespaces/{namespace}/persistentvolumeclaims",
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": "claim", **meta},
+                "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+            },
+        ),
+        (
+            "/api/v1/namespaces",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": f"{namespace}-gone"}},
+        ),
+    ]
+
+
+def held(cache: dict[str, Any], namespace: str) -> dict[str, bool]:
+    """Which of the gap's objects /debug/cache still holds."""
+    keys = {
+        "budgets": f"{namespace}/db",
+        "services": f"{namespace}/web",
+        "persistent_volume_claims": f"{namespace}/claim",
+        "namespaces": f"{namespace}-gone",
+    }
+    return {
+        field: key in (cache["budgets"] if field == "budgets" else cache["objects"][field])
+        for field, key in keys.items()
+    }
+
+
+@pytest.mark.timeout(300)
+async def test_objects_of_every_kind_deleted_during_a_watch_gap_leave_the_cache(
+    api: ApiClient, namespace: str, control_plane: LocalControlPlane, start_replicas: StartReplicas
+) -> None:
+    """A PDB, a Service, a PVC and a Namespace vanish while the API server is away (straight from
+    etcd, history compacted): within one reconcile period the cache lets go of each, and the
+    preemption the PDB used to steer takes the cheaper victim it protected."""
+    for path, body in gap_objects(namespace):
+        status, reply = await request(api, "POST", path, body)
+        assert status == 201, reply
+    await create_nodes(api, [make_node(f"{namespace}-a", cpu="2"), make_node(f"{namespace}-b", cpu="2")])
+    victims = [
+        make_pod("cheap", namespace, "default-scheduler", cpu="2", priority=1, node_name=f"{namespace}-a"),
+        make_pod("dear", namespace, "default-scheduler", cpu="2", priority=10, node_name=f"{namespace}-b"),
+    ]
+    victims[0]["metadata"]["labels"] = {"app": "db"}
+    for pod in victims:
+        pod["spec"]["terminationGracePeriodSeconds"] = 0
+    await create_pods(api, victims)
+    period = 20.0
+    (replica,) = start_replicas(
+        1, namespace, ["--leader-elect=false", f"--cache-reconcile-interval={period:g}s"]
+    )
+    replica.proc.wait_for_log("cache_synced")
+    before = held(await cached(replica), namespace)
+    assert all(before.values()), before
+
+    etcd = Etcd(control_plane.etcd_url)
+    control_plane.stop_apiserver()
+    try:
+        for key in GAP_KEYS.values():
+            assert await etcd.delete(key.format(ns=namespace)) == 1, key
+        await etcd.compact()
+    finally:
+        starting = time.time()
+        control_plane.start_apiserver()
+    await settle(api)
+
+    seen: list[dict[str, bool]] = []
+
+    async def all_dropped() -> bool:
+        with contextlib.suppress(aiohttp.ClientError):
+            seen.append(held(await cached(replica), namespace))
+            return not any(seen[-1].values())
+        return False
+
+    # One reconcile period, and as much again for a loaded machine.
+    await wait_for(
+        all_dropped, timeout=2 * period + 20, interval=0.5, message=f"dropped: last seen {seen[-1:]}"
+    )
+    dropped_after = time.time() - starting
+    # The decision no longer sees the budget: the cheaper victim goes, the dearer one stays.
+    await create_pods(api, [make_pod("high", namespace, namespace, cpu="2", priority=100)])
+
+    async def high_bound() -> str:
+        _, pod = await request(api, "GET", f"/api/v1/namespaces/{namespace}/pods/high")
+        return str(pod.get("spec", {}).get("nodeName") or "") if isinstance(pod, dict) else ""
+
+    assert await wait_for(high_bound, timeout=60, message="high bound") == f"{namespace}-a"
+    _, body = await request(api, "GET", f"/api/v1/namespaces/{namespace}/pods")
+    assert sorted(p["metadata"]["name"] for p in body["items"]) == ["dear", "high"]
+    print(f"FAULT | watch gap, every kind: dropped {dropped_after:.1f} s after the API server restarted")
+
+
 # ------------------------------------------------------------- deleted between decision and bind
 
 

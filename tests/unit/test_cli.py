@@ -92,3 +92,53 @@ def test_lease_defaults_to_the_scheduler_name(monkeypatch: pytest.MonkeyPatch) -
 def test_a_flag_without_a_setting_is_refused() -> None:
     with pytest.raises(TypeError, match="no_such_flag"):
         RunSettings.from_flags({"no_such_flag": 1})
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize(
+    ("case", "text", "words"),
+    [
+        ("not YAML", "apiVersion: v1\nclusters: [\n  {oops\n", "reading the kubeconfig"),
+        (
+            "no current context",
+            "apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\n",
+            "reading the kubeconfig",
+        ),
+        (
+            "no server there",
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+            "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:PORT',"
+            " insecure-skip-tls-verify: true}}]\n"
+            "users: [{name: c, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: c}}]\n",
+            "https://127.0.0.1:PORT",
+        ),
+    ],
+)
+def test_run_fails_to_start_in_one_line(tmp_path: Path, case: str, text: str, words: str) -> None:
+    """`kubesched run` with a kubeconfig it cannot use: exit code 1 and one line naming the file or
+    the server, no traceback (that comes only with --log-level debug)."""
+    import subprocess
+    import sys
+
+    port = str(_closed_port())
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(text.replace("PORT", port))
+    argv = [sys.executable, "-m", "kubesched", "run", "--kubeconfig", str(kubeconfig)]
+    argv += ["--leader-elect=false", "--metrics-port", "0", "--log-level", "error"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 1, done
+    assert len(lines) == 1 and lines[0].startswith("Error: "), done.stderr
+    assert words.replace("PORT", port) in lines[0], lines[0]
+    if "kubeconfig" in words:
+        assert str(kubeconfig) in lines[0]
+    if case == "not YAML":
+        debug = subprocess.run([*argv[:-1], "debug"], capture_output=True, text=True, timeout=120)
+        assert debug.returncode == 1 and "Traceback" in debug.stderr, debug.stderr

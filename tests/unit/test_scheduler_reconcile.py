@@ -149,10 +149,53 @@ def pod_group_at(namespace: str, name: str, rv: int) -> dict[str, Any]:
 
 
 def test_a_podgroup_deleted_during_a_gap_leaves_the_cache_and_a_newer_one_stays() -> None:
-    """PodGroups have a watch of their own (app/run.py): its re-listing drops what vanished."""
+    """PodGroups have a watch of their own (app/startup.py): its re-listing drops what vanished."""
     scheduler = new_scheduler()
     for name, rv in (("gone", 10), ("kept", 11), ("newer", 30)):
         scheduler.on_object("PodGroup", None, pod_group_at("ns", name, rv))
-    assert scheduler.reconcile_pod_groups(Listing.of({"ns/kept"}, "20")) == ["ns/gone"]
+    assert scheduler.reconcile_objects("PodGroup", Listing.of({"ns/kept"}, "20")) == ["ns/gone"]
     assert sorted(scheduler.cache.objects_of("PodGroup")) == ["ns/kept", "ns/newer"]
     assert scheduler.gangs.state("ns/gone").group is None
+
+
+def budget_at(namespace: str, name: str, rv: int) -> dict[str, Any]:
+    return {
+        "metadata": {"namespace": namespace, "name": name, "resourceVersion": str(rv)},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": name}}},
+        "status": {"disruptionsAllowed": 0},
+    }
+
+
+def named_at(name: str, rv: int, namespace: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "resourceVersion": str(rv)}
+    if namespace:
+        meta["namespace"] = namespace
+    return {"metadata": meta}
+
+
+@pytest.mark.parametrize(
+    ("kind", "make", "kept", "gone"),
+    [
+        ("Service", lambda name, rv: named_at(name, rv, "ns"), "ns/kept", "ns/gone"),
+        ("PersistentVolumeClaim", lambda name, rv: named_at(name, rv, "ns"), "ns/kept", "ns/gone"),
+        ("Namespace", named_at, "kept", "gone"),  # cluster-scoped: keyed by name alone
+        ("StorageClass", named_at, "kept", "gone"),
+    ],
+)
+def test_every_kind_is_reconciled(kind: str, make: Any, kept: str, gone: str) -> None:
+    scheduler = new_scheduler()
+    for name, rv in (("gone", 10), ("kept", 11), ("newer", 30)):
+        scheduler.on_object(kind, None, make(name, rv))
+    assert scheduler.reconcile_objects(kind, Listing.of({kept}, "20")) == [gone]
+    assert sorted(scheduler.cache.objects_of(kind)) == sorted([kept, kept.replace("kept", "newer")])
+    # The next reconcile finds nothing more to drop: what went is forgotten, versions included.
+    assert scheduler.reconcile_objects(kind, Listing.of({kept}, "40")) == [kept.replace("kept", "newer")]
+
+
+def test_a_budget_deleted_during_a_gap_no_longer_protects_its_pods() -> None:
+    scheduler = new_scheduler()
+    scheduler.on_object("PodDisruptionBudget", None, budget_at("ns", "gone", 10))
+    scheduler.on_object("PodDisruptionBudget", None, budget_at("ns", "kept", 11))
+    assert len(scheduler.cache.budgets()) == 2
+    assert scheduler.reconcile_objects("PodDisruptionBudget", Listing.of({"ns/kept"}, "20")) == ["ns/gone"]
+    assert [budget.name for budget in scheduler.cache.budgets()] == ["kept"]

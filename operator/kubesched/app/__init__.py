@@ -1,1 +1,1 @@
-"""Assembling the scheduler process: settings, Kopf wiring, start-up sync, shutdown."""
+"""Assembling the scheduler process: settings, watches and start-up sync, Kopf wiring, lifecycle."""

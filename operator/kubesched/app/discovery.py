@@ -1,6 +1,6 @@
 """Which of the kinds the plugins read (model/kinds.py) the API server serves, found with API
-discovery: the start-up lists only those, and Kopf is handed only those, so that it has nothing
-to warn about (1.20 serves PodDisruptionBudgets as policy/v1beta1 only, 1.25+ as policy/v1 only,
+discovery: only those are listed and watched, so that a version the server lacks costs neither a
+request nor a warning (1.20 serves PodDisruptionBudgets as policy/v1beta1 only, 1.25+ as policy/v1 only,
 and no CSIStorageCapacity)."""
 
 from __future__ import annotations
@@ -56,9 +56,9 @@ async def _discover(api: Api, path: str) -> Any:
 
 async def served_kinds(api: Api, kinds: Sequence[WatchedKind] = WATCHED_OBJECTS) -> tuple[WatchedKind, ...]:
     """`kinds` but those the server does not serve, found with API discovery; all of `kinds` when
-    it fails (Kopf then warns about those it cannot resolve). A group version served is not
-    enough: 1.20's storage.k8s.io/v1 has no CSIStorageCapacity, so each group version holding
-    one of `kinds` is asked for its resources, all at once."""
+    it fails (a watch whose kind the server then answers 404 for stops after one log line). A group
+    version served is not enough: 1.20's storage.k8s.io/v1 has no CSIStorageCapacity, so each group
+    version holding one of `kinds` is asked for its resources, all at once."""
     try:
         group_versions = served_group_versions(await _discover(api, "/apis"))
         asked = sorted({k.api_version for k in kinds if k.group and k.api_version in group_versions})

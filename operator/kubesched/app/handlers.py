@@ -1,30 +1,25 @@
-"""Kopf wiring: watch events feed the scheduler's cache and queue, and SchedulerPolicies the
-policy controller; nothing else.
+"""Kopf wiring: SchedulerPolicy events feed the policy controller; nothing else.
 
-Only `@on.event` handlers, all returning None: other handler kinds on pods would make Kopf
-write annotations or finalizers onto every pod, and a returned value would be patched into
-`status`. They are `async` so that they run on the event loop, which owns the cache and the
-queue (Kopf runs plain functions in a thread pool). Pods and nodes, the busy streams, have
-watches of their own (kube/informer.py); pods with kube-scheduler's non-terminal field selector.
-The kinds watched are listed in model/kinds.py; Kopf is given only those the server serves
-(app/discovery.py). This module, and with it Kopf, is imported once scheduling has started
-(app/run.py).
+Every kind the scheduler reads has a watch of its own (kube/informer.py, app/startup.py), with the
+re-list and reconcile that Kopf's watches lack; Kopf keeps the operator's own resources. Only an
+`@on.event` handler, returning None: other handler kinds would make Kopf write annotations or
+finalizers onto the objects, and a returned value would be patched into `status`. It is `async` so
+that it runs on the event loop, which owns the cache and the queue (Kopf runs plain functions in a
+thread pool). This module, and with it Kopf, is imported once scheduling has started (app/run.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Iterable, Sequence
+from collections.abc import Coroutine, Iterable
 from typing import Any
 
 import kopf
 
 from kubesched.kube.client import Configuration
 from kubesched.kube.early_listing import LIST_PAGE
-from kubesched.model.kinds import WATCHED_OBJECTS, WatchedKind
 from kubesched.policy.controller import PolicyController
 from kubesched.policy.store import API_GROUP, API_VERSION, PLURAL
-from kubesched.runtime.scheduler import Scheduler
 
 
 class _NoEssence(kopf.AnnotationsDiffBaseStorage):
@@ -72,22 +67,14 @@ def operator_settings() -> kopf.OperatorSettings:
     return settings
 
 
-def build_registry(
-    scheduler: Scheduler,
-    login: kopf.ConnectionInfo,
-    policies: PolicyController | None = None,
-    kinds: Sequence[WatchedKind] = WATCHED_OBJECTS,
-) -> kopf.OperatorRegistry:
-    """The watches of `kinds` (discovery.served_kinds picks those the server serves); SchedulerPolicies only
-    with `policies` (None when their CRD is not installed)."""
+def build_registry(login: kopf.ConnectionInfo, policies: PolicyController | None) -> kopf.OperatorRegistry:
+    """The SchedulerPolicy watch, with `policies` (None when their CRD is not installed: Kopf then
+    watches nothing)."""
     registry = kopf.OperatorRegistry()
 
     @kopf.on.login(registry=registry)
     async def _login(**_: Any) -> kopf.ConnectionInfo:
         return login
-
-    for watched in kinds:
-        _watch_object(registry, scheduler, watched)
 
     if policies is not None:
 
@@ -96,12 +83,6 @@ def build_registry(
             await policies.on_event(event.get("type"), event["object"])
 
     return registry
-
-
-def _watch_object(registry: kopf.OperatorRegistry, scheduler: Scheduler, watched: WatchedKind) -> None:
-    @kopf.on.event(watched.api_version, watched.plural, registry=registry)
-    async def _object(event: kopf.RawEvent, **_: Any) -> None:
-        scheduler.on_object(watched.kind, event.get("type"), event["object"])
 
 
 async def connection_info(conf: Configuration) -> kopf.ConnectionInfo:

@@ -1,31 +1,47 @@
-"""Assembling and running the scheduler process: client, cache, loop, Kopf watches, shutdown."""
+"""The composition root: every long-lived part of the scheduler process, started in order under one
+AsyncExitStack, so that shutdown, or a failure anywhere in start-up, closes what had started in the
+reverse order and leaves no task, thread or socket behind.
+
+The order, and why (each part is closed after every part started after it):
+
+1. the metrics and probe server, the loop-lag monitor: up first, so a slow start is visible;
+2. the API client, then the writers that post through it (events, PodGroup statuses, evictions);
+3. the Lease elector (released after the policies' last status writes and before those writers);
+4. SchedulerPolicies, loaded before any pod so that the first cycle runs their profiles;
+5. the watches of every kind the scheduler reads: listed, then watching, reconciled now and then;
+6. the scheduling loop, or the campaign that runs it while leading: drained first on shutdown;
+7. Kopf, for the SchedulerPolicy watch (app/handlers.py), imported last.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import importlib
+import os
 import signal
 import sys
+from collections.abc import Awaitable, Coroutine, Iterator
+from contextlib import AsyncExitStack
 from dataclasses import replace
+from typing import Any
 
 import structlog
 
+from kubesched.algorithm.generic import Algorithm
 from kubesched.app.discovery import served_kinds
 from kubesched.app.settings import RunSettings
-from kubesched.app.startup import initial_sync, keep_reconciling, sync_bound_pods
+from kubesched.app.startup import initial_sync, keep_reconciling, sync_bound_pods, watches_for
 from kubesched.app.tuning import hold_gc, release_gc, share_gil
 from kubesched.kube.binding import Binder
-from kubesched.kube.client import TokenBucket, api_client, load_configuration
+from kubesched.kube.client import Configuration, TokenBucket, api_client, load_configuration
 from kubesched.kube.early_listing import EarlyListings
 from kubesched.kube.election import ElectionThread
 from kubesched.kube.events import Recorder
 from kubesched.kube.eviction import Evictor
 from kubesched.kube.extender_transport import HTTPTransport
-from kubesched.kube.informer import Informer
-from kubesched.kube.listing import name_of, namespaced_name_of
 from kubesched.kube.podgroup_status import PodGroupStatusWriter
-from kubesched.model.kinds import NODES, POD_GROUPS, PODS
 from kubesched.policy.compile import compile_policy, default_algorithm
 from kubesched.policy.controller import PolicyController, PolicyStatusWriter
 from kubesched.policy.files import load_policy_file
@@ -40,198 +56,257 @@ from kubesched.telemetry.looplag import LoopLagMonitor
 
 log = structlog.get_logger("kubesched")
 
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# Connections beyond the binds' own: one per watch, and a few for the rest.
+SPARE_CONNECTIONS = 32
+
+
+class StartupError(RuntimeError):
+    """A step of the start-up failed; the message is one line naming the step and the cause."""
+
+
+@contextlib.contextmanager
+def step(what: str) -> Iterator[None]:
+    """Report any failure inside as a StartupError that says what was being done."""
+    try:
+        yield
+    except StartupError:
+        raise
+    except Exception as exc:
+        raise StartupError(f"{what}: {_one_line(exc)}") from exc
+
+
+def base_algorithm(settings: RunSettings) -> Algorithm:
+    """The policy file's algorithm (kube-scheduler 1.20's defaults without one)."""
+    scheduling = settings.scheduling
+    if scheduling.policy_config_file:
+        algorithm = compile_policy(load_policy_file(scheduling.policy_config_file), transport=HTTPTransport)
+    else:
+        algorithm = default_algorithm()
+    if scheduling.percentage_of_nodes_to_score is not None:
+        algorithm = replace(algorithm, percentage_of_nodes_to_score=scheduling.percentage_of_nodes_to_score)
+    return algorithm
+
 
 async def run_scheduler(settings: RunSettings, *, early: EarlyListings | None = None) -> None:
     """Run the scheduler process until SIGINT or SIGTERM, or until its scheduling loop fails.
 
-    `early`: the start-up sync's first node and pod requests, if sent already (early_listing.py)."""
+    Raises StartupError when a start-up step fails, once what had started is closed; exits with
+    status 1 when the scheduling loop fails. `early`: the start-up sync's first node and pod
+    requests, if sent already (early_listing.py)."""
     hold_gc()  # until every listed pod is fed (app/tuning.py)
     share_gil()
-    if settings.scheduling.policy_config_file:
-        algorithm = compile_policy(
-            load_policy_file(settings.scheduling.policy_config_file), transport=HTTPTransport
-        )
-    else:
-        algorithm = default_algorithm()
-    if settings.scheduling.percentage_of_nodes_to_score is not None:
-        algorithm = replace(
-            algorithm, percentage_of_nodes_to_score=settings.scheduling.percentage_of_nodes_to_score
-        )
-    election = settings.election.config(settings.scheduling.scheduler_name)
-    loop = asyncio.get_running_loop()
+    algorithm = base_algorithm(settings)
     stopping = asyncio.Event()
-    _handle_signals(loop, stopping)
-    conf = await load_configuration(settings.connection.kubeconfig, early=early)
-    conf.connection_pool_maxsize = settings.scheduling.bind_concurrency + 16
+    async with AsyncExitStack() as stack:
+        stack.callback(gc.enable)  # held until the initial sync, which a failed start never ends
+        _handle_signals(stopping)
+        stack.callback(_restore_signals)
+        with step(f"reading {_kubeconfig_named(settings.connection.kubeconfig)}"):
+            conf = await load_configuration(settings.connection.kubeconfig, early=early)
+        conf.connection_pool_maxsize = settings.scheduling.bind_concurrency + SPARE_CONNECTIONS
+        ended = await _start(stack, settings, algorithm, conf, early, stopping)
+        failed = await ended
+    if failed:
+        sys.exit(1)
+
+
+async def _start(
+    stack: AsyncExitStack,
+    settings: RunSettings,
+    algorithm: Algorithm,
+    conf: Configuration,
+    early: EarlyListings | None,
+    stopping: asyncio.Event,
+) -> Awaitable[bool]:
+    """Start every part in order, each one's close pushed onto `stack`; returns what waits for the
+    end (True when the scheduling loop failed)."""
+    scheduling_settings = settings.scheduling
+    server = conf.host
     synced = asyncio.Event()
     endpoints = Endpoints(ready=synced.is_set)
     if settings.observability.metrics_port:
-        await endpoints.start(settings.observability.metrics_port)
+        with step(f"serving metrics on port {settings.observability.metrics_port}"):
+            await endpoints.start(settings.observability.metrics_port)
+        stack.push_async_callback(endpoints.stop)
     lag = LoopLagMonitor()
-    lagging = asyncio.create_task(lag.run(), name="loop-lag")
-    async with api_client(conf) as api:
-        elector = ElectionThread(conf, election) if election else None
-        is_leader = elector.is_leader if elector else _always
-        limiter = TokenBucket(settings.connection.qps, settings.connection.burst)
-        metrics.CLIENT_QPS_LIMIT.set(settings.connection.qps)
-        metrics.CLIENT_BURST_LIMIT.set(settings.connection.burst)
-        recorder = Recorder(api, settings.scheduling.scheduler_name, limiter)
-        metrics.EVENT_HANDOFF.track(lambda: {recorder.component: recorder.handoff_seconds})
-        evictor = Evictor(api, limiter, recorder, may_act=elector.is_leader if elector else None)
-        group_statuses = PodGroupStatusWriter(api)
-        writing_statuses = asyncio.create_task(group_statuses.run(), name="podgroup-status-writer")
-        scheduler = Scheduler(
-            settings.scheduling.scheduler(),
-            algorithm,
-            Binder(api, limiter, may_bind=elector.is_leader if elector else None),
-            recorder,
-            evictor=evictor,
-            queue=SchedulingQueue(settings.scheduling.queue()),
-            status_writer=group_statuses,
-        )
-        endpoints.cache_view = scheduler.cache.describe
-        # Policies before pods, so that the first cycle already runs the profiles they define.
-        shadows = ShadowRunner(settings.scheduling.seed)
-        scheduler.observe = shadows.observe
-        policies = PolicyController(
-            PolicyStore(settings.scheduling.scheduler_name, HTTPTransport),
-            scheduler,
-            PolicyStatusWriter(api, is_leader),
-            shadows=shadows,
-        )
-        metrics.POLICY_ACCEPTED.track(policies.store.acceptance)
-        # Only what the server serves, for our listing and Kopf's watches alike: Kopf warns about
-        # every resource it cannot find. Asked while the policies are listed.
+    stack.callback(_report_lag, lag)  # once its task has stopped
+    await _background(stack, lag.run(), "loop-lag")
+
+    api = await stack.enter_async_context(api_client(conf))
+    limiter = TokenBucket(settings.connection.qps, settings.connection.burst)
+    metrics.CLIENT_QPS_LIMIT.set(settings.connection.qps)
+    metrics.CLIENT_BURST_LIMIT.set(settings.connection.burst)
+    recorder = Recorder(api, scheduling_settings.scheduler_name, limiter)
+    stack.push_async_callback(recorder.close)
+    metrics.EVENT_HANDOFF.track(lambda: {recorder.component: recorder.handoff_seconds})
+    group_statuses = PodGroupStatusWriter(api)
+    await _background(stack, group_statuses.run(), "podgroup-status-writer")
+    stack.push_async_callback(group_statuses.close)  # before its task is cancelled: a last round
+    election = settings.election.config(scheduling_settings.scheduler_name)
+    elector = ElectionThread(conf, election) if election else None
+    may_act = elector.is_leader if elector else None
+    evictor = Evictor(api, limiter, recorder, may_act=may_act)
+    stack.push_async_callback(evictor.close)  # before the recorder: an eviction posts its event there
+    if elector is not None:
+        stack.push_async_callback(elector.release)  # after the last status writes, as leader
+    scheduler = Scheduler(
+        scheduling_settings.scheduler(),
+        algorithm,
+        Binder(api, limiter, may_bind=may_act),
+        recorder,
+        evictor=evictor,
+        queue=SchedulingQueue(scheduling_settings.queue()),
+        status_writer=group_statuses,
+    )
+    endpoints.cache_view = scheduler.cache.describe
+
+    shadows = ShadowRunner(scheduling_settings.seed)
+    scheduler.observe = shadows.observe
+    policies = PolicyController(
+        PolicyStore(scheduling_settings.scheduler_name, HTTPTransport),
+        scheduler,
+        PolicyStatusWriter(api, may_act or _always),
+        shadows=shadows,
+    )
+    stack.push_async_callback(policies.close)
+    metrics.POLICY_ACCEPTED.track(policies.store.acceptance)
+    # Only what the server serves is watched, found while the policies are listed.
+    with step(f"loading the SchedulerPolicies from {server}"):
         loaded, kinds = await asyncio.gather(policies.load(api), served_kinds(api))
-        watched_policies = policies if loaded else None
-        reporter = ShadowReporter(
-            shadows, policies.store, policies.writer, interval=settings.observability.shadow_status_interval
-        )
-        reporting = asyncio.create_task(reporter.run(), name="shadow-status")
-        nodes = Informer(
-            api,
-            NODES.path,
-            scheduler.on_node,
-            relisted=lambda listing: scheduler.reconcile(listing, None),
-            key=name_of,
-            query=NODES.query,
-        )
-        pods = Informer(
-            api,
-            PODS.path,
-            scheduler.on_pod,
-            relisted=lambda listing: scheduler.reconcile(None, listing),
-            query=PODS.query,
-        )
-        informers = [nodes, pods]
-        if POD_GROUPS in kinds:  # PodGroups have a watch of their own too (model/kinds.py)
-            kinds = tuple(kind for kind in kinds if kind is not POD_GROUPS)
-            groups = Informer(
-                api,
-                POD_GROUPS.path,
-                lambda event, raw: scheduler.on_object(POD_GROUPS.kind, event, raw),
-                relisted=scheduler.reconcile_pod_groups,
-                key=namespaced_name_of,
-            )
-            await groups.list()  # before the pods: a member never finds its group missing
-            informers.append(groups)
-        await initial_sync(api, scheduler, nodes, pods, kinds, early=early)
-        # The first cycle runs alone: the pending pods beyond a first slice, and Kopf's import, wait
-        # for its binds to leave, rather than take the GIL from it. A follower's loop does not run.
-        first_batch = scheduler.first_batch_out.wait if elector is None else None
-        watches = [
-            asyncio.create_task(w.run(first_batch if w is pods else None), name=f"watch {w.path}")
-            for w in informers
-        ]
-        # The pending pods left for the pod watch to feed are part of the start-up's state too.
-        gc_back = asyncio.create_task(_release_gc_when(pods.fed), name="release-gc")
-        synced.set()
-        # A re-list after a watch gap sends no DELETED for what vanished meanwhile: see kube/listing.py.
-        reconciling = asyncio.create_task(
-            keep_reconciling(api, scheduler, settings.cache.reconcile_interval), name="cache-reconcile"
-        )
-        if elector:
-            # Every replica watches and keeps its cache and policies warm; only a leader schedules,
-            # each term starting once the last leader's final binds are in the cache. A
-            # leader that loses the lease becomes a follower rather than exiting as kube-scheduler
-            # does: all its state lives on this event loop, so cancelling the term (its binds
-            # forget their assumptions) leaves a clean, still-warm standby, where an exit would
-            # cost a restart and a full re-list before it could take over again.
-            async def catch_up() -> None:
-                await sync_bound_pods(api, scheduler)
-                await policies.sync_statuses()  # status is the leader's to write: whatever changed meanwhile
+    reporter = ShadowReporter(
+        shadows, policies.store, policies.writer, interval=settings.observability.shadow_status_interval
+    )
+    stack.push_async_callback(_flush, reporter)  # the last figures, while still leader
+    await _background(stack, reporter.run(), "shadow-status")
 
-            campaign = elector.run(lambda: scheduler.lead(catch_up))
-            scheduling = asyncio.create_task(campaign, name="leader-election")
-        else:
-            scheduling = asyncio.create_task(scheduler.run(), name="scheduling-loop")
-        # Kopf watches what changes seldom (SchedulerPolicies, the kinds of model/kinds.py, all
-        # listed above already); its import, the start-up's largest, waits for the first batch's
-        # binds (with leader election, it runs beside the first cycles).
-        if first_batch is not None:
-            await first_batch()
+    watches = watches_for(api, scheduler, kinds)
+    with step(f"listing the cluster from {server}"):
+        await initial_sync(watches, early=early)
+    # The first cycle runs alone: the pending pods beyond a first slice, and Kopf's import, wait
+    # for its binds to leave, rather than take the GIL from it. A follower's loop does not run.
+    first_batch = scheduler.first_batch_out.wait if elector is None else None
+    for watch in watches.every:
+        await _background(
+            stack, watch.run(first_batch if watch is watches.pods else None), f"watch {watch.path}"
+        )
+    # The pending pods left for the pod watch to feed are part of the start-up's state too.
+    await _background(stack, _release_gc_when(watches.pods.fed), "release-gc")
+    synced.set()
+    await _background(stack, keep_reconciling(watches, settings.cache.reconcile_interval), "cache-reconcile")
+
+    if elector is not None:
+        # Every replica watches and keeps its cache and policies warm; only a leader schedules,
+        # each term starting once the last leader's final binds are in the cache. A leader that
+        # loses the lease becomes a follower rather than exiting as kube-scheduler does: all its
+        # state lives on this event loop, so cancelling the term (its binds forget their
+        # assumptions) leaves a clean, still-warm standby, where an exit would cost a restart and
+        # a full re-list before it could take over again.
+        async def catch_up() -> None:
+            await sync_bound_pods(api, scheduler)
+            await policies.sync_statuses()  # status is the leader's to write: whatever changed meanwhile
+
+        scheduling = asyncio.create_task(
+            elector.run(lambda: scheduler.lead(catch_up)), name="leader-election"
+        )
+    else:
+        scheduling = asyncio.create_task(scheduler.run(), name="scheduling-loop")
+    stack.push_async_callback(_stop_scheduling, scheduler, scheduling)
+
+    # Kopf watches the SchedulerPolicies (listed above already); its import, the start-up's
+    # largest, waits for the first batch's binds (with leader election, it runs beside the first cycles).
+    if first_batch is not None:
+        await first_batch()
+    kopf_ended = await _start_kopf(stack, scheduler, conf, policies if loaded else None, stopping)
+    return _until_stopped(scheduling, kopf_ended, stopping)
+
+
+async def _start_kopf(
+    stack: AsyncExitStack,
+    scheduler: Scheduler,
+    conf: Configuration,
+    policies: PolicyController | None,
+    stopping: asyncio.Event,
+) -> asyncio.Task[None]:
+    with step("loading Kopf"):
         await asyncio.to_thread(import_kopf_wiring)
-        from kubesched.app import handlers  # imported by now
+    from kubesched.app import handlers  # imported by now
 
-        kopf_stop: asyncio.Future[None] = loop.create_future()
-        kopf_ready = asyncio.Event()
-        operator = asyncio.create_task(
-            handlers.operator(
-                handlers.build_registry(
-                    scheduler, await handlers.connection_info(conf), watched_policies, kinds
-                ),
-                stop_flag=kopf_stop,
-                ready_flag=kopf_ready,
-            ),
-            name="kopf",
-        )
-        stop_wait = asyncio.create_task(stopping.wait(), name="stop-signal")
-        ready_wait = asyncio.create_task(kopf_ready.wait(), name="kopf-ready")
-        waiting = {operator, scheduling, stop_wait, ready_wait}
-        while True:
-            done, waiting = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-            if ready_wait in done:
-                # Kopf installs its own signal handlers on start; ours come back so that a
-                # SIGTERM drains the binds before the watches stop.
-                _handle_signals(loop, stopping)
-            if done - {ready_wait}:
-                break
-        if scheduling.done() and not scheduling.cancelled() and scheduling.exception() is not None:
-            log.error("scheduling_loop_crashed", error=repr(scheduling.exception()))
-        log.info("shutting_down")
-        await scheduler.drain()
-        await scheduler.stand_down()  # binds that outlived the grace: cancelled before the lease goes
-        reporting.cancel()
-        lagging.cancel()
-        (log.warning if lag.worst > lag.warn_after else log.info)(
-            "event_loop_lag",
-            worst_seconds=round(lag.worst, 3),
-            worst_own_cpu_seconds=round(lag.worst_busy, 3),
-            stall_sites=[f"{count}x {site}" for site, count in lag.top_stall_sites()],
-        )
-        reconciling.cancel()
-        gc_back.cancel()
-        for watch in watches:
-            watch.cancel()
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(reporter.flush(), 5.0)  # the last figures, while still leader
-        if elector:
-            await elector.release()
-        await policies.close()
-        await evictor.close()  # before the recorder: an eviction posts its event there
-        await group_statuses.close()
-        writing_statuses.cancel()
-        await recorder.close()
-        for task in waiting:
-            task.cancel()
+    kopf_stop: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    kopf_ready = asyncio.Event()
+    registry = handlers.build_registry(await handlers.connection_info(conf), policies)
+    operator = asyncio.create_task(
+        handlers.operator(registry, stop_flag=kopf_stop, ready_flag=kopf_ready), name="kopf"
+    )
+
+    async def stop_kopf() -> None:
         if not kopf_stop.done():
             kopf_stop.set_result(None)
         with contextlib.suppress(asyncio.CancelledError):
             await operator
-        await endpoints.stop()
-        log.info("stopped")
-        if scheduling.done() and not scheduling.cancelled() and scheduling.exception() is not None:
-            sys.exit(1)
+
+    stack.push_async_callback(stop_kopf)
+
+    async def signals_back() -> None:
+        # Kopf installs its own signal handlers on start; ours come back so that a SIGTERM drains
+        # the binds before the watches stop.
+        await kopf_ready.wait()
+        _handle_signals(stopping)
+
+    await _background(stack, signals_back(), "kopf-ready")
+    return operator
+
+
+async def _until_stopped(
+    scheduling: asyncio.Task[None], kopf: asyncio.Task[None], stopping: asyncio.Event
+) -> bool:
+    """Wait for a signal, the scheduling loop's end or Kopf's; True when the scheduling loop failed."""
+    signalled = asyncio.create_task(stopping.wait(), name="stop-signal")
+    try:
+        await asyncio.wait({scheduling, kopf, signalled}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        signalled.cancel()
+    failed = scheduling.done() and not scheduling.cancelled() and scheduling.exception() is not None
+    if failed:
+        log.error("scheduling_loop_crashed", error=repr(scheduling.exception()))
+    log.info("shutting_down")
+    return failed
+
+
+async def _stop_scheduling(scheduler: Scheduler, scheduling: asyncio.Task[None]) -> None:
+    """Drain the binds in flight, cancel those that outlive the grace, then the loop itself."""
+    await scheduler.drain()
+    await scheduler.stand_down()  # binds that outlived the grace: cancelled before the lease goes
+    scheduling.cancel()
+    with contextlib.suppress(BaseException):
+        await scheduling
+
+
+async def _background(stack: AsyncExitStack, work: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
+    """Run `work` as a task that the stack cancels, and waits for, on close."""
+    task = asyncio.create_task(work, name=name)
+
+    async def stop() -> None:
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task
+
+    stack.push_async_callback(stop)
+    return task
+
+
+async def _flush(reporter: ShadowReporter) -> None:
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(reporter.flush(), 5.0)
+
+
+def _report_lag(lag: LoopLagMonitor) -> None:
+    (log.warning if lag.worst > lag.warn_after else log.info)(
+        "event_loop_lag",
+        worst_seconds=round(lag.worst, 3),
+        worst_own_cpu_seconds=round(lag.worst_busy, 3),
+        stall_sites=[f"{count}x {site}" for site, count in lag.top_stall_sites()],
+    )
 
 
 def import_kopf_wiring() -> None:
@@ -258,6 +333,24 @@ def _always() -> bool:
     return True
 
 
-def _handle_signals(loop: asyncio.AbstractEventLoop, stopping: asyncio.Event) -> None:
-    for sig in (signal.SIGINT, signal.SIGTERM):
+def _kubeconfig_named(flag: str | None) -> str:
+    """Which kubeconfig load_configuration reads, in words."""
+    path = flag or os.environ.get("KUBECONFIG")
+    return f"the kubeconfig {path}" if path else "the kubeconfig (~/.kube/config, or in-cluster)"
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _handle_signals(stopping: asyncio.Event) -> None:
+    loop = asyncio.get_running_loop()
+    for sig in SIGNALS:
         loop.add_signal_handler(sig, stopping.set)
+
+
+def _restore_signals() -> None:
+    loop = asyncio.get_running_loop()
+    for sig in SIGNALS:
+        loop.remove_signal_handler(sig)

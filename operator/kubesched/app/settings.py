@@ -100,7 +100,7 @@ class ObservabilitySettings:
 class CacheSettings:
     """Keeping the cache true to the cluster."""
 
-    # Between comparisons of the cache with a fresh listing of nodes and pods (0: never).
+    # Between comparisons of the cache with a fresh listing of every kind it holds (0: never).
     reconcile_interval: float = field(default=60.0, metadata={"flag": "--cache-reconcile-interval"})
 
 

@@ -1,9 +1,6 @@
-"""The initial listing that fills the cache before the first scheduling cycle.
-
-Kopf's watches list too, but give no signal when their listing is complete; scheduling before
-every bound pod is known would overcommit nodes. So the cache is filled from our own paginated
-LISTs first; Kopf's later events for the same objects are idempotent updates. Nodes and pods are
-listed by their own watches (informer.py), which then watch from those listings.
+"""The watches of every kind the scheduler reads, and the initial listing that fills the cache
+before the first scheduling cycle: scheduling before every bound pod is known would overcommit
+nodes. Each kind is listed by its own watch (kube/informer.py), which then watches from that listing.
 
 Scheduling starts once every node, every bound pod, every nominated pod and every gang member is
 in; the other pending pods are queued while the first cycles run (`may_wait`), before the pod
@@ -15,7 +12,9 @@ while its event handlers may still be adding the pending pods to the queue.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+import functools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -23,16 +22,7 @@ import structlog
 from kubesched.kube.client import Api
 from kubesched.kube.early_listing import EarlyListings
 from kubesched.kube.informer import Informer
-from kubesched.kube.listing import (
-    Listing,
-    NotServed,
-    feed_page,
-    list_all,
-    list_pages,
-    list_versioned,
-    name_of,
-    uid_of,
-)
+from kubesched.kube.listing import list_all, name_of, object_key
 from kubesched.model.kinds import NODES, PODS, WATCHED_OBJECTS, WatchedKind
 from kubesched.model.podgroup import LEGACY_POD_GROUP_LABEL, POD_GROUP_LABEL
 from kubesched.runtime.scheduler import Scheduler
@@ -40,39 +30,75 @@ from kubesched.runtime.scheduler import Scheduler
 log = structlog.get_logger(__name__)
 
 
-async def initial_sync(
-    api: Api,
-    scheduler: Scheduler,
-    nodes: Informer,
-    pods: Informer,
-    kinds: Sequence[WatchedKind] = WATCHED_OBJECTS,
-    early: EarlyListings | None = None,
-) -> dict[str, int]:
-    """Fill the cache: the objects of `kinds` the plugins read, then nodes and pods through their
-    watches' listings. Returns how many objects of each resource were listed.
+@dataclass(frozen=True, slots=True)
+class Watches:
+    """One informer for each kind the scheduler reads: nodes, pods, and those of model/kinds.py."""
+
+    nodes: Informer
+    pods: Informer
+    objects: tuple[Informer, ...]
+
+    @property
+    def every(self) -> tuple[Informer, ...]:
+        return (self.nodes, self.pods, *self.objects)
+
+
+def watches_for(api: Api, scheduler: Scheduler, kinds: Sequence[WatchedKind] = WATCHED_OBJECTS) -> Watches:
+    """The informers feeding `scheduler`, one per kind of `kinds` (its first version listed, when
+    the server serves several: one object seen through two versions is one object)."""
+    nodes = Informer(
+        api,
+        NODES.path,
+        scheduler.on_node,
+        relisted=lambda listing: scheduler.reconcile(listing, None),
+        key=name_of,
+        query=NODES.query,
+    )
+    pods = Informer(
+        api,
+        PODS.path,
+        scheduler.on_pod,
+        relisted=lambda listing: scheduler.reconcile(None, listing),
+        query=PODS.query,
+    )
+    first_version: dict[str, WatchedKind] = {}
+    for watched in kinds:
+        first_version.setdefault(watched.kind, watched)
+    objects = tuple(
+        Informer(
+            api,
+            watched.path,
+            functools.partial(scheduler.on_object, watched.kind),
+            relisted=functools.partial(scheduler.reconcile_objects, watched.kind),
+            key=object_key,
+            query=watched.query,
+        )
+        for watched in first_version.values()
+    )
+    return Watches(nodes, pods, objects)
+
+
+async def initial_sync(watches: Watches, early: EarlyListings | None = None) -> dict[str, int]:
+    """Fill the cache through every watch's listing; each watch then starts from its own. Returns
+    how many objects each collection listed.
 
     Every collection is listed at once, so the first cycle waits for the slowest listing rather
-    than for their sum; the event loop still feeds one page at a time. `early`: the node and pod
-    listings' first requests, if `kubesched run` sent them before its imports."""
-    nodes_listed = asyncio.ensure_future(nodes.list(from_cache=True, early=early))
-    # Nodes before pods, so bound pods land on known nodes rather than in the orphan list: the pods'
-    # pages are fetched meanwhile and fed after. Each watch starts from its listing.
-    pods_listed = asyncio.ensure_future(
-        pods.list(after=nodes_listed, from_cache=True, early=early, later=may_wait)
+    than for their sum; the event loop still feeds one page at a time. Pods are fed last, so that a
+    bound pod lands on a known node rather than in the orphan list, and a gang member finds its
+    PodGroup; their pages are fetched meanwhile. `early`: the node and pod listings' first
+    requests, if `kubesched run` sent them before its imports."""
+    listed = {watches.nodes: asyncio.ensure_future(watches.nodes.list(from_cache=True, early=early))}
+    listed.update({watch: asyncio.ensure_future(watch.list(from_cache=True)) for watch in watches.objects})
+    before_pods = asyncio.gather(*listed.values())
+    listed[watches.pods] = asyncio.ensure_future(
+        watches.pods.list(after=before_pods, from_cache=True, early=early, later=may_wait)
     )
-    kinds_listed = [asyncio.ensure_future(_list_kind(api, scheduler, watched)) for watched in kinds]
-    listings = [nodes_listed, pods_listed, *kinds_listed]
     try:
-        await asyncio.gather(*listings)
+        await asyncio.gather(*listed.values())
     finally:
-        for listing in listings:  # one failed: the others stop too
+        for listing in listed.values():  # one failed: the others stop too
             listing.cancel()
-    counts: dict[str, int] = {}
-    for watched, listed in zip(kinds, kinds_listed, strict=True):
-        # A kind served in two versions lists the same objects twice.
-        counts[watched.plural] = max(counts.get(watched.plural, 0), listed.result())
-    counts[NODES.plural] = nodes_listed.result()
-    counts[PODS.plural] = pods_listed.result()
+    counts = {watch.path.rpartition("/")[2]: listing.result() for watch, listing in listed.items()}
     log.info("cache_synced", **counts)
     return counts
 
@@ -93,19 +119,6 @@ def may_wait(pod: Mapping[str, Any]) -> bool:
     )
 
 
-async def _list_kind(api: Api, scheduler: Scheduler, watched: WatchedKind) -> int:
-    """Feed the objects of one kind to the cache; how many (0 when the server does not serve it)."""
-    handle = _object_handler(scheduler, watched.kind)
-    listed = 0
-    try:
-        async for page, _ in list_pages(api, watched.path, query=watched.query, from_cache=True):
-            await feed_page(page, handle)
-            listed += len(page)
-    except NotServed:
-        log.info("api_not_served", path=watched.path)
-    return listed
-
-
 async def sync_bound_pods(api: Api, scheduler: Scheduler) -> int:
     """Before a new leader schedules: bound pods that the watch has not delivered yet (the last
     leader's final binds). Only what the cache lacks is added: a listing may be older than events
@@ -121,25 +134,13 @@ async def sync_bound_pods(api: Api, scheduler: Scheduler) -> int:
     return added
 
 
-async def reconcile_cache(api: Api, scheduler: Scheduler) -> tuple[list[str], list[str]]:
-    """Drop from the cache the nodes and pods a fresh listing no longer has (see kube/listing.py)."""
-    nodes, nodes_rv = await list_versioned(api, NODES.path, **NODES.query)
-    pods, pods_rv = await list_versioned(api, PODS.path, **PODS.query)
-    return scheduler.reconcile(
-        Listing.of(map(name_of, nodes), nodes_rv),
-        Listing.of(map(uid_of, pods), pods_rv),
-    )
-
-
-async def keep_reconciling(api: Api, scheduler: Scheduler, interval: float) -> None:
-    """Reconcile the cache every `interval` seconds (never when it is 0), for as long as the process runs."""
+async def keep_reconciling(watches: Watches, interval: float) -> None:
+    """Reconcile every watch's kind with a fresh listing every `interval` seconds (never when it is
+    0), for as long as the process runs: see kube/listing.py."""
     while interval > 0:
         await asyncio.sleep(interval)
-        try:
-            await reconcile_cache(api, scheduler)
-        except Exception as exc:  # the API server may be down: the next round tries again
-            log.warning("cache_reconcile_failed", error=repr(exc))
-
-
-def _object_handler(scheduler: Scheduler, kind: str) -> Callable[[dict[str, Any]], None]:
-    return lambda obj: scheduler.on_object(kind, None, obj)
+        for watch in watches.every:
+            try:
+                await watch.reconcile()
+            except Exception as exc:  # the API server may be down: the next round tries again
+                log.warning("cache_reconcile_failed", path=watch.path, error=repr(exc))

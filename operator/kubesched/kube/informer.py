@@ -1,15 +1,18 @@
-"""The pod and node watches: a list, then a watch from the listing's resourceVersion, fed straight
-to the scheduler, as client-go's informers do for kube-scheduler.
+"""The watches of every kind the scheduler reads: a list, then a watch from the listing's
+resourceVersion, fed straight to the scheduler, as client-go's informers do for kube-scheduler.
 
 Pods and nodes are the busy streams: every pod is seen pending, then bound, then on each status
 change; nodes report status. Kopf would give each object a task and a queue of its own and run
 every event through its handler machinery, which dominated the event loop under load. Here an
-event costs one JSON parse and the scheduler's own handling. SchedulerPolicies
-and the other kinds stay with Kopf.
+event costs one JSON parse and the scheduler's own handling. The other kinds the plugins read
+(model/kinds.py) go the same way, so that every kind gets the same re-list and reconcile; only
+SchedulerPolicies, the operator's own resources, stay with Kopf.
 
 The watch resumes from the last resourceVersion it saw after a disconnect or a server timeout.
 When that version has been compacted away (`410 Gone`) it lists again, replays the listing and
 drops from the cache what the listing lacks: a gap sends no DELETED for what vanished in it.
+`reconcile` does the same against a fresh listing, now and then (app/startup.py), in case a gap
+went unnoticed.
 """
 
 from __future__ import annotations
@@ -25,7 +28,15 @@ import structlog
 
 from kubesched.kube.client import Api
 from kubesched.kube.early_listing import EarlyListings
-from kubesched.kube.listing import SLICE, Listing, feed_page, list_pages, uid_of
+from kubesched.kube.listing import (
+    SLICE,
+    Listing,
+    NotServed,
+    feed_page,
+    list_pages,
+    list_versioned,
+    uid_of,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -65,6 +76,7 @@ class Informer:
         self.failures = 0
         self._later: Pages = []  # the start-up listing's objects left for run() to feed
         self.fed = asyncio.Event()  # every object of the first listing handed over
+        self.served = True  # False once the server answered 404: nothing to watch
 
     async def list(
         self,
@@ -87,15 +99,21 @@ class Informer:
         keys: set[str] = set()
         version = ""
         held: Pages = []
-        async for page, page_version in list_pages(
-            self.api, self.path, query=self.query, from_cache=from_cache, early=early
-        ):
-            version = version or page_version
-            keys.update(map(self.key, page))
-            count += len(page)
-            held.append(page)
-            if after is None or after.done():
-                await self._feed_pages(held, later)
+        try:
+            async for page, page_version in list_pages(
+                self.api, self.path, query=self.query, from_cache=from_cache, early=early
+            ):
+                version = version or page_version
+                keys.update(map(self.key, page))
+                count += len(page)
+                held.append(page)
+                if after is None or after.done():
+                    await self._feed_pages(held, later)
+        except NotServed:
+            log.info("api_not_served", path=self.path)
+            self.served = False
+            self.fed.set()
+            return 0
         if after is not None:
             await after
         await self._feed_pages(held, later)
@@ -132,7 +150,7 @@ class Informer:
         await self._feed_pages(self._later)
         self.fed.set()
         failures = 0
-        while True:
+        while self.served:
             try:
                 if not self.resource_version:
                     self.relists += 1
@@ -150,6 +168,16 @@ class Informer:
                 delay = min(self.max_backoff, 0.2 * 2**failures) * random.uniform(0.5, 1.0)
                 log.warning("watch_failed", path=self.path, error=repr(exc), retry_in=round(delay, 2))
                 await asyncio.sleep(delay)
+
+    async def reconcile(self) -> Listing | None:
+        """Hand `relisted` the keys of a fresh, consistent listing (not the watch cache's), so that
+        what vanished unseen is dropped; None when there is nothing to reconcile."""
+        if not self.served or self.relisted is None:
+            return None
+        objects, version = await list_versioned(self.api, self.path, **self.query)
+        listing = Listing.of(map(self.key, objects), version)
+        self.relisted(listing)
+        return listing
 
     async def _watch(self) -> None:
         params = [

@@ -2,13 +2,13 @@
 
 A LIST comes in pages (`limit`, `continue`), all served from the snapshot of the first page's
 resourceVersion; each page is handed on in slices, so that a large cluster never holds the event
-loop for long. Nodes and pods are listed by their own watches (informer.py), the other kinds and
-the SchedulerPolicies by the start-up sync, the policy controller and `kubesched snapshot`.
+loop for long. Every kind the scheduler reads is listed by its own watch (informer.py); the
+SchedulerPolicies by the policy controller, everything by `kubesched snapshot`.
 
-When a watch breaks for longer than etcd keeps history (`410 Gone`), Kopf lists again and
-replays what exists, but sends no DELETED for objects that vanished during the gap: a deleted
-node would keep being chosen and a deleted pod would keep its resources. So the cache is
-compared, now and then, with a LIST of nodes and pods.
+When a watch breaks for longer than etcd keeps history (`410 Gone`), a re-list replays what
+exists, but no DELETED comes for objects that vanished during the gap: a deleted node would keep
+being chosen, a deleted pod would keep its resources, a deleted PDB would keep protecting its
+pods. So each re-listing, and now and then a fresh one, is compared with the cache.
 
 A listing is a consistent picture at its `resourceVersion`; watch events that overtook it are
 newer. An object the cache holds but the listing lacks is stale only if the cache's copy is not
@@ -137,6 +137,13 @@ def uid_of(obj: Mapping[str, Any]) -> str:
 def name_of(obj: Mapping[str, Any]) -> str:
     """A node's key in a listing."""
     return str((obj.get("metadata") or {}).get("name") or "")
+
+
+def object_key(obj: Mapping[str, Any]) -> str:
+    """A cached object's key: `namespace/name`, or `name` for a cluster-scoped one."""
+    meta = obj.get("metadata") or {}
+    namespace = meta.get("namespace")
+    return f"{namespace}/{meta.get('name') or ''}" if namespace else str(meta.get("name") or "")
 
 
 def namespaced_name_of(obj: Mapping[str, Any]) -> str:

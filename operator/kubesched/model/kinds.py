@@ -1,9 +1,9 @@
 """The kinds of object the scheduler lists and watches: one table.
 
-Nodes and pods, the busy streams, have watches of their own (kube/informer.py). The other kinds
-are read by some plugins: Kopf watches them, the start-up sync and `kubesched snapshot save` list
-them, and the cache keeps each in one field of `ClusterObjects`, except PodDisruptionBudgets,
-which it keeps parsed for preemption. Adding a kind is one row here and one field there.
+Each kind has a watch of its own (kube/informer.py, one per kind: app/startup.py), nodes and pods
+as the others. The kinds below are read by some plugins: `kubesched snapshot save` lists them too,
+and the cache keeps each in one field of `ClusterObjects`, except PodDisruptionBudgets, which it
+keeps parsed for preemption. Adding a kind is one row here and one field there.
 """
 
 from __future__ import annotations
@@ -83,17 +83,13 @@ WATCHED_OBJECTS: Final[tuple[WatchedKind, ...]] = (
     # Pod (anti-)affinity's namespaceSelector picks namespaces by their labels.
     WatchedKind("Namespace", "", "v1", "namespaces", False, "namespaces"),
     # Gangs (model/podgroup.py): scheduler-plugins' coscheduling API, from its CRD or kubesched's.
-    # Listed and watched by a watch of its own (kube/informer.py), not Kopf: see POD_GROUPS.
     WatchedKind("PodGroup", "scheduling.x-k8s.io", "v1alpha1", "podgroups", True, "pod_groups"),
-    # For preemption. Kubernetes 1.20 serves only v1beta1, 1.25+ only v1: Kopf watches only the
-    # versions the server serves (app/handlers.py's served_kinds), the start-up sync skips the
-    # others, and one PDB seen through both is one entry.
+    # For preemption. Kubernetes 1.20 serves only v1beta1, 1.25+ only v1, 1.21-1.24 both: only
+    # the first version the server serves is watched (app/discovery.py, app/startup.py).
     WatchedKind(BUDGET_KIND, "policy", "v1", "poddisruptionbudgets", True),
     WatchedKind(BUDGET_KIND, "policy", "v1beta1", "poddisruptionbudgets", True),
 )
 
-# PodGroups have a watch of their own, as nodes and pods do: a group's members wait for its first
-# event, and our own status writes come back as a stream of updates.
 POD_GROUPS: Final = next(watched for watched in WATCHED_OBJECTS if watched.kind == "PodGroup")
 
 # The kinds of WATCHED_OBJECTS (a kind served in two versions is one kind).

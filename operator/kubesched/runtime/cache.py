@@ -162,7 +162,8 @@ class SchedulerCache:
         )
 
     def describe(self) -> dict[str, Any]:
-        """What the cache holds, for /debug/cache: per node its requested resources and pod uids."""
+        """What the cache holds, for /debug/cache: per node its requested resources and pod uids, and
+        the keys of the other objects by kind."""
         return {
             "nodes": {
                 n.name: {
@@ -174,6 +175,8 @@ class SchedulerCache:
             },
             "orphans": {name: sorted(pods) for name, pods in self._orphans.items()},
             "assumed": sorted(self._assumed),
+            "objects": {field: sorted(store) for field, store in self._objects.items()},
+            "budgets": sorted(self._budgets),
         }
 
     def node_info(self, name: str) -> NodeInfo | None:

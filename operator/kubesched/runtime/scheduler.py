@@ -39,7 +39,7 @@ from kubesched.algorithm.volume_reserve import PodVolumes, ScheduledWithVolumes
 from kubesched.kube.binding import Binder, BindOutcome, BindResult
 from kubesched.kube.events import NORMAL, SCHEDULED, Recorder, scheduled_message
 from kubesched.kube.eviction import Evictor
-from kubesched.kube.listing import Listing, stale
+from kubesched.kube.listing import Listing, object_key, stale
 from kubesched.model.objects import Node, Pod, node_from_dict, pod_from_dict
 from kubesched.model.podgroup import group_key
 from kubesched.plugins.registry import REQUEUE_KINDS
@@ -117,6 +117,8 @@ class Scheduler:
         self.nominator = Nominator()  # pods nominated to a node by preemption
         self._evictor = evictor  # None: preemption decides, but nothing is deleted or patched
         self._node_versions: dict[str, str] = {}  # node name -> resourceVersion last seen (reconcile)
+        # kind -> key -> resourceVersion last seen, for the other kinds (reconcile_objects)
+        self._object_versions: dict[str, dict[str, str]] = {}
         self._in_flight: set[str] = set()  # uids of pods whose bind is under way: never reconciled away
         # Gated pods whose PodScheduled condition does not say so yet; only a leader writes it.
         self._gated_untold: dict[str, Pod] = {}
@@ -212,8 +214,12 @@ class Scheduler:
             self.queue.move_all("NodeUpdate")
 
     def on_object(self, kind: str, event_type: str | None, raw: Mapping[str, Any]) -> None:
-        meta = raw.get("metadata") or {}
-        key = f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta.get("name", "")
+        key = object_key(raw)
+        versions = self._object_versions.setdefault(kind, {})
+        if event_type == "DELETED":
+            versions.pop(key, None)
+        else:
+            versions[key] = str((raw.get("metadata") or {}).get("resourceVersion") or "")
         if kind == "PodDisruptionBudget":
             self.cache.set_budget(key, None if event_type == "DELETED" else raw)
             return
@@ -244,19 +250,15 @@ class Scheduler:
     def _assumed_on(self, uid: str) -> str | None:
         return self.cache.pod_node(uid) if self.cache.is_assumed(uid) else None
 
-    def reconcile_pod_groups(self, listing: Listing) -> list[str]:
-        """Drop the PodGroups a re-listing no longer has (a watch gap hid their DELETED events)."""
-        cached = self.cache.objects_of(POD_GROUP)
-        gone = stale(
-            {
-                key: str((raw.get("metadata") or {}).get("resourceVersion") or "")
-                for key, raw in cached.items()
-            },
-            listing,
-        )
+    def reconcile_objects(self, kind: str, listing: Listing) -> list[str]:
+        """Drop the objects of `kind` (Services, PDBs, PodGroups, ...) that vanished before this
+        listing (a watch gap hid their DELETED events). Returns their keys."""
+        gone = stale(self._object_versions.get(kind, {}), listing)
         for key in gone:
-            namespace, _, name = key.partition("/")
-            self._on_pod_group(key, "DELETED", {"metadata": {"namespace": namespace, "name": name}})
+            namespace, _, name = key.rpartition("/")
+            self.on_object(kind, "DELETED", {"metadata": {"namespace": namespace, "name": name}})
+        if gone:
+            self._log.info("objects_reconciled", kind=kind, removed=len(gone), keys=gone[:10])
         return gone
 
     def _place_in_line(self, pod: Pod) -> float:
