@@ -85,7 +85,7 @@ PRIORITY_ARGUMENTS: Final[dict[str, str]] = {}
 SKIPPED_PRIORITIES: Final = frozenset({"EqualPriority"})
 # LegacyRegistry.DefaultPriorities: used when a policy has no `priorities` field.
 DEFAULT_PRIORITIES_1_20: Final[dict[str, int]] = {}
-DEFAULT_PRIORITIES: Final[dict[str, int]] = {}  # by name
+DEFAULT_PRIORITIES: Final = DEFAULT_PRIORITIES_1_20  # by name, as every priority table here
 # The kube-scheduler plugin whose score a priority is -> the priority (KubeSchedulerConfiguration).
 FRAMEWORK_SCORES: Final[dict[str, str]] = {}
 
@@ -140,7 +140,6 @@ def _rebuild() -> None:
     _refill(PRIORITY_ALIASES, ((alias, s.name) for s in priorities for alias in s.aliases))
     _refill(PRIORITY_ARGUMENTS, sorted((s.argument_key, s.name) for s in priorities if s.argument_key))
     _refill(DEFAULT_PRIORITIES_1_20, ((s.name, s.default_weight) for s in priorities if s.default_weight))
-    _refill(DEFAULT_PRIORITIES, DEFAULT_PRIORITIES_1_20.items())
     _refill(FRAMEWORK_SCORES, ((s.framework, s.name) for s in priorities if s.framework))
 
     PREDICATE_CLASSES[:] = dict.fromkeys((ValidNode, *(cls for s in predicates for cls in s.classes)))
