@@ -1,286 +1,101 @@
 """Predicates and priorities by their legacy Policy name (kube-scheduler 1.20 `legacy_registry.go`),
 and the traits the predicates declare, gathered for preemption and the scheduling queue.
 
-Adding a plugin: its folder, then one line in PREDICATES or PRIORITIES (and, for a predicate, its
-place in PREDICATE_ORDERING). A factory takes the entry's argument (the object under the factory's
-`argument_key`, None for plugins that take none) and the policy-wide PluginSettings; it builds the
-plugin with `from_settings` or `from_argument` and raises ArgumentError for an argument it cannot
-take. A predicate factory may enable several filters (GeneralPredicates enables four). The weight is
-the policy's business; priorities that share a 1.20 plugin are combined by the policy compiler
-(Priority.plugin, merge, weight_rule).
+Every table here is derived from what the plugins declare (declare.py): adding a plugin is its
+folder, whose `__init__.py` registers its names, and one line in PLUGINS below. A declaration is
+called with a policy entry's argument (the object under its `argument_key`, None for plugins that
+take none) and the policy-wide PluginSettings; it builds the plugin with `from_settings` or
+`from_argument` and raises ArgumentError for an argument it cannot take. A predicate name may
+enable several filters (GeneralPredicates enables four). The weight is the policy's business;
+priorities that share a 1.20 plugin are combined by the policy compiler (Priority.plugin, merge,
+weight_rule).
 
 An entry with an `argument` may have any name (a "custom predicate" or "custom priority" of the
 legacy Policy): the argument's key says what it configures (PREDICATE_ARGUMENTS,
 PRIORITY_ARGUMENTS). Names 1.20 no longer knows (PREDICATE_ORDERING_BEFORE_1_20,
 ResourceLimitsPriority) keep the semantics of the release that last had them; see their modules.
+
+The tables are refilled in place when a plugin registers after this module is imported, so that
+references taken at import time (compile.py's entry lists, the queue's REQUEUE_KINDS) stay current.
+Everyone else reads them only.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any, Final
+from collections.abc import Iterable
+from typing import Final, TypeVar
 
-from kubesched.plugins.arguments import ArgumentError, in_context
-from kubesched.plugins.framework import PluginSettings, Predicate, Priority
-from kubesched.plugins.image_locality import ImageLocalityPriority
-from kubesched.plugins.inter_pod_affinity import InterPodAffinityPriority, MatchInterPodAffinity
-from kubesched.plugins.node_affinity import MatchNodeSelector, NodeAffinityPriority
-from kubesched.plugins.node_conditions import (
-    CheckNodeCondition,
-    CheckNodeDiskPressure,
-    CheckNodeMemoryPressure,
-    CheckNodePIDPressure,
+# The plugin packages, one line each: importing a package registers its names (declare.register).
+from kubesched.plugins import (  # noqa: F401
+    general_predicates,
+    image_locality,
+    inter_pod_affinity,
+    node_affinity,
+    node_conditions,
+    node_label,
+    node_name,
+    node_ports,
+    node_prefer_avoid_pods,
+    node_resources,
+    node_unschedulable,
+    node_volume_limits,
+    pod_topology_spread,
+    selector_spread,
+    service_affinity,
+    taint_toleration,
+    volume_binding,
+    volume_restrictions,
+    volume_zone,
 )
-from kubesched.plugins.node_label import CheckNodeLabelPresence, NodeLabelPriority
-from kubesched.plugins.node_name import HostName
-from kubesched.plugins.node_ports import PodFitsHostPorts
-from kubesched.plugins.node_prefer_avoid_pods import NodePreferAvoidPodsPriority
-from kubesched.plugins.node_resources import (
-    BalancedResourceAllocation,
-    LeastRequestedPriority,
-    MostRequestedPriority,
-    PodFitsResources,
-    RequestedToCapacityRatioPriority,
-    ResourceLimitsPriority,
-)
-from kubesched.plugins.node_unschedulable import CheckNodeUnschedulable
+from kubesched.plugins.declare import PredicateSpec, PrioritySpec, on_register, registered
+from kubesched.plugins.framework import Predicate
 from kubesched.plugins.node_validity import ValidNode
-from kubesched.plugins.node_volume_limits import (
-    MaxAzureDiskVolumeCount,
-    MaxCinderVolumeCount,
-    MaxCSIVolumeCount,
-    MaxEBSVolumeCount,
-    MaxGCEPDVolumeCount,
-)
-from kubesched.plugins.pod_topology_spread import EvenPodsSpread, PodTopologySpreadPriority
-from kubesched.plugins.selector_spread import SelectorSpreadPriority
-from kubesched.plugins.service_affinity import CheckServiceAffinity, ServiceAntiAffinityPriority
-from kubesched.plugins.taint_toleration import (
-    PodToleratesNodeNoExecuteTaints,
-    PodToleratesNodeTaints,
-    TaintTolerationPriority,
-)
-from kubesched.plugins.volume_binding import CheckVolumeBinding
-from kubesched.plugins.volume_restrictions import NoDiskConflict
-from kubesched.plugins.volume_zone import NoVolumeZoneConflict
-
-
-def _checked(kind: str, key: str, argument: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-    """The entry's argument: None for a plugin that takes none, an object for one that needs it."""
-    if not key:
-        if argument is not None:
-            raise ArgumentError("", f"this {kind} takes no argument")
-        return None
-    if argument is None:
-        raise ArgumentError("", f"this {kind} needs an argument with {key}")
-    if not isinstance(argument, Mapping):
-        raise ArgumentError(key, f"must be an object, got {argument!r}")
-    return argument
-
-
-@contextmanager
-def _under(key: str) -> Iterator[None]:
-    """Errors in an argument name their field under the argument's key."""
-    try:
-        yield
-    except ArgumentError as exc:
-        raise in_context(key, exc) from exc
-
-
-@dataclass(frozen=True, slots=True)
-class PredicateFactory:
-    """The filters one policy entry enables; `argument_key` is set when it needs an argument."""
-
-    classes: tuple[type[Predicate], ...]
-    argument_key: str = ""
-
-    def __call__(self, argument: Mapping[str, Any] | None, settings: PluginSettings) -> tuple[Predicate, ...]:
-        checked = _checked("predicate", self.argument_key, argument)
-        if checked is None:
-            return tuple(cls.from_settings(settings) for cls in self.classes)
-        with _under(self.argument_key):
-            return tuple(cls.from_argument(checked) for cls in self.classes)
-
-
-@dataclass(frozen=True, slots=True)
-class PriorityFactory:
-    """The priority one policy entry configures; `argument_key` is set when it needs an argument."""
-
-    cls: type[Priority]
-    argument_key: str = ""
-
-    def __call__(self, argument: Mapping[str, Any] | None, settings: PluginSettings) -> Priority:
-        checked = _checked("priority", self.argument_key, argument)
-        if checked is None:
-            return self.cls.from_settings(settings)
-        with _under(self.argument_key):
-            return self.cls.from_argument(checked)
-
-
-def _plain(*classes: type[Predicate]) -> PredicateFactory:
-    return PredicateFactory(classes)
-
 
 # ----------------------------------------------------------------------------------- predicates
 
-PREDICATES: Final[Mapping[str, PredicateFactory]] = {
-    "CheckNodeCondition": _plain(CheckNodeCondition),
-    "CheckNodeUnschedulable": _plain(CheckNodeUnschedulable),
-    "GeneralPredicates": _plain(PodFitsResources, HostName, PodFitsHostPorts, MatchNodeSelector),
-    "HostName": _plain(HostName),
-    "PodFitsHostPorts": _plain(PodFitsHostPorts),
-    "MatchNodeSelector": _plain(MatchNodeSelector),
-    "PodFitsResources": _plain(PodFitsResources),
-    "NoDiskConflict": _plain(NoDiskConflict),
-    "PodToleratesNodeTaints": _plain(PodToleratesNodeTaints),
-    "PodToleratesNodeNoExecuteTaints": _plain(PodToleratesNodeNoExecuteTaints),
-    "CheckNodeLabelPresence": PredicateFactory((CheckNodeLabelPresence,), "labelsPresence"),
-    "CheckServiceAffinity": PredicateFactory((CheckServiceAffinity,), "serviceAffinity"),
-    "MaxEBSVolumeCount": _plain(MaxEBSVolumeCount),
-    "MaxGCEPDVolumeCount": _plain(MaxGCEPDVolumeCount),
-    "MaxCSIVolumeCountPred": _plain(MaxCSIVolumeCount),
-    "MaxAzureDiskVolumeCount": _plain(MaxAzureDiskVolumeCount),
-    "MaxCinderVolumeCount": _plain(MaxCinderVolumeCount),
-    "CheckVolumeBinding": _plain(CheckVolumeBinding),
-    "NoVolumeZoneConflict": _plain(NoVolumeZoneConflict),
-    "CheckNodeMemoryPressure": _plain(CheckNodeMemoryPressure),
-    "CheckNodePIDPressure": _plain(CheckNodePIDPressure),
-    "CheckNodeDiskPressure": _plain(CheckNodeDiskPressure),
-    "EvenPodsSpread": _plain(EvenPodsSpread),
-    "MatchInterPodAffinity": _plain(MatchInterPodAffinity),
-}
-
+PREDICATES: Final[dict[str, PredicateSpec]] = {}  # ordered names first, in their order
 # Old names kube-scheduler still accepts.
-PREDICATE_ALIASES: Final[Mapping[str, str]] = {"PodFitsPorts": "PodFitsHostPorts"}
-
+PREDICATE_ALIASES: Final[dict[str, str]] = {}
 # A custom predicate's argument key -> the predicate it configures.
-PREDICATE_ARGUMENTS: Final[Mapping[str, str]] = {
-    factory.argument_key: name for name, factory in PREDICATES.items() if factory.argument_key
-}
-
+PREDICATE_ARGUMENTS: Final[dict[str, str]] = {}
 # Always configured, whatever the policy says.
-MANDATORY_PREDICATES: Final = ("CheckNodeUnschedulable", "PodToleratesNodeTaints")
-
-# predicateOrdering of 1.20: filters run in this order, whatever the order in the policy.
-PREDICATE_ORDERING_1_20: Final = (
-    "CheckNodeUnschedulable",
-    "GeneralPredicates",
-    "HostName",
-    "PodFitsHostPorts",
-    "MatchNodeSelector",
-    "PodFitsResources",
-    "NoDiskConflict",
-    "PodToleratesNodeTaints",
-    "CheckNodeLabelPresence",
-    "CheckServiceAffinity",
-    "MaxEBSVolumeCount",
-    "MaxGCEPDVolumeCount",
-    "MaxCSIVolumeCountPred",
-    "MaxAzureDiskVolumeCount",
-    "MaxCinderVolumeCount",
-    "CheckVolumeBinding",
-    "NoVolumeZoneConflict",
-    "EvenPodsSpread",
-    "MatchInterPodAffinity",
-)
-
-# The order with the names 1.20 refuses put back where 1.16's predicatesOrdering had them.
-PREDICATE_ORDERING: Final = (
-    "CheckNodeCondition",
-    *PREDICATE_ORDERING_1_20[:8],
-    "PodToleratesNodeNoExecuteTaints",
-    *PREDICATE_ORDERING_1_20[8:17],
-    "CheckNodeMemoryPressure",
-    "CheckNodePIDPressure",
-    "CheckNodeDiskPressure",
-    *PREDICATE_ORDERING_1_20[17:],
-)
-PREDICATE_ORDERING_BEFORE_1_20: Final = tuple(
-    name for name in PREDICATE_ORDERING if name not in PREDICATE_ORDERING_1_20
-)
-
+MANDATORY_PREDICATES: Final[list[str]] = []
+# The 1.16 order with the names 1.20 refuses (PREDICATE_ORDERING_BEFORE_1_20) where 1.16 had them;
+# PREDICATE_ORDERING_1_20 is 1.20's predicateOrdering.
+PREDICATE_ORDERING: Final[list[str]] = []
+PREDICATE_ORDERING_1_20: Final[list[str]] = []
+PREDICATE_ORDERING_BEFORE_1_20: Final[list[str]] = []
 # LegacyRegistry.DefaultPredicates: used when a policy has no `predicates` field.
-DEFAULT_PREDICATES_1_20: Final = frozenset(
-    {
-        "NoVolumeZoneConflict",
-        "MaxEBSVolumeCount",
-        "MaxGCEPDVolumeCount",
-        "MaxAzureDiskVolumeCount",
-        "MaxCSIVolumeCountPred",
-        "MatchInterPodAffinity",
-        "NoDiskConflict",
-        "GeneralPredicates",
-        "PodToleratesNodeTaints",
-        "CheckVolumeBinding",
-        "CheckNodeUnschedulable",
-        "EvenPodsSpread",
-    }
-)
-DEFAULT_PREDICATES: Final = tuple(name for name in PREDICATE_ORDERING if name in DEFAULT_PREDICATES_1_20)
+DEFAULT_PREDICATES_1_20: Final[set[str]] = set()
+DEFAULT_PREDICATES: Final[list[str]] = []  # in their order
+# The kube-scheduler plugin whose filter a predicate is -> the predicate (KubeSchedulerConfiguration).
+FRAMEWORK_FILTERS: Final[dict[str, str]] = {}
+MANDATORY_FRAMEWORK_FILTERS: Final[list[str]] = []
 
 # ----------------------------------------------------------------------------------- priorities
 
-PRIORITIES: Final[Mapping[str, PriorityFactory]] = {
-    "LeastRequestedPriority": PriorityFactory(LeastRequestedPriority),
-    "MostRequestedPriority": PriorityFactory(MostRequestedPriority),
-    "BalancedResourceAllocation": PriorityFactory(BalancedResourceAllocation),
-    "SelectorSpreadPriority": PriorityFactory(SelectorSpreadPriority),
-    "ServiceAntiAffinity": PriorityFactory(ServiceAntiAffinityPriority, "serviceAntiAffinity"),
-    "NodeLabel": PriorityFactory(NodeLabelPriority, "labelPreference"),
-    "NodeAffinityPriority": PriorityFactory(NodeAffinityPriority),
-    "TaintTolerationPriority": PriorityFactory(TaintTolerationPriority),
-    "InterPodAffinityPriority": PriorityFactory(InterPodAffinityPriority),
-    "ImageLocalityPriority": PriorityFactory(ImageLocalityPriority),
-    "NodePreferAvoidPodsPriority": PriorityFactory(NodePreferAvoidPodsPriority),
-    "RequestedToCapacityRatioPriority": PriorityFactory(
-        RequestedToCapacityRatioPriority, "requestedToCapacityRatioArguments"
-    ),
-    "ResourceLimitsPriority": PriorityFactory(ResourceLimitsPriority),
-    "EvenPodsSpreadPriority": PriorityFactory(PodTopologySpreadPriority),
-}
-
+PRIORITIES: Final[dict[str, PrioritySpec]] = {}  # by name
 # Old names, and the 1.20 plugin names it accepts as priority names.
-PRIORITY_ALIASES: Final[Mapping[str, str]] = {
-    "ServiceSpreadingPriority": "SelectorSpreadPriority",
-    "ServiceAffinity": "ServiceAntiAffinity",
-    "RequestedToCapacityRatio": "RequestedToCapacityRatioPriority",
-}
-
+PRIORITY_ALIASES: Final[dict[str, str]] = {}
 # A custom priority's argument key -> the priority it configures.
-PRIORITY_ARGUMENTS: Final[Mapping[str, str]] = {
-    factory.argument_key: name for name, factory in PRIORITIES.items() if factory.argument_key
-}
-
+PRIORITY_ARGUMENTS: Final[dict[str, str]] = {}
 # Accepted and then dropped, as 1.20's factory.go does ("Skip registering priority"): a constant
 # score changes no decision.
 SKIPPED_PRIORITIES: Final = frozenset({"EqualPriority"})
-
 # LegacyRegistry.DefaultPriorities: used when a policy has no `priorities` field.
-DEFAULT_PRIORITIES_1_20: Final[Mapping[str, int]] = {
-    "SelectorSpreadPriority": 1,
-    "InterPodAffinityPriority": 1,
-    "LeastRequestedPriority": 1,
-    "BalancedResourceAllocation": 1,
-    "NodePreferAvoidPodsPriority": 10000,
-    "NodeAffinityPriority": 1,
-    "TaintTolerationPriority": 1,
-    "ImageLocalityPriority": 1,
-    "EvenPodsSpreadPriority": 2,
-}
-DEFAULT_PRIORITIES: Final[Mapping[str, int]] = dict(sorted(DEFAULT_PRIORITIES_1_20.items()))
+DEFAULT_PRIORITIES_1_20: Final[dict[str, int]] = {}
+DEFAULT_PRIORITIES: Final = DEFAULT_PRIORITIES_1_20  # by name, as every priority table here
+# The kube-scheduler plugin whose score a priority is -> the priority (KubeSchedulerConfiguration).
+FRAMEWORK_SCORES: Final[dict[str, str]] = {}
 
 # ------------------------------------------------------------------------------ declared traits
 
 # Every filter a policy can configure, and ValidNode, which the algorithm applies to every node first.
-PREDICATE_CLASSES: Final[tuple[type[Predicate], ...]] = tuple(
-    dict.fromkeys((ValidNode, *(cls for factory in PREDICATES.values() for cls in factory.classes)))
-)
+PREDICATE_CLASSES: Final[list[type[Predicate]]] = []
 # The kinds of cluster object whose add or update moves unschedulable pods back to the active queue
 # (1.20's PvAdd, StorageClassAdd, CSINodeAdd...).
-REQUEUE_KINDS: Final[frozenset[str]] = frozenset().union(*(cls.requeue_on for cls in PREDICATE_CLASSES))
+REQUEUE_KINDS: Final[set[str]] = set()
 
 
 @functools.lru_cache(maxsize=4096)
@@ -288,3 +103,50 @@ def is_unresolvable(reason: str) -> bool:
     """Whether any predicate declares `reason` beyond what an eviction could change: judged on the
     text alone, whatever the policy (the algorithm itself gives ValidNode's reason)."""
     return any(cls.is_unresolvable(reason) for cls in PREDICATE_CLASSES)
+
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def _refill(table: dict[K, V], items: Iterable[tuple[K, V]]) -> None:
+    table.clear()
+    table.update(items)
+
+
+def _rebuild() -> None:
+    """Derive every table from the declarations registered so far."""
+    specs = registered()
+    predicates = [s for s in specs if isinstance(s, PredicateSpec)]
+    priorities = sorted((s for s in specs if isinstance(s, PrioritySpec)), key=lambda s: s.name)
+    ordered = sorted((s for s in predicates if s.order is not None), key=lambda s: s.order or 0)
+    unordered = sorted((s for s in predicates if s.order is None), key=lambda s: s.name)
+    predicates = [*ordered, *unordered]
+
+    _refill(PREDICATES, ((s.name, s) for s in predicates))
+    _refill(PREDICATE_ALIASES, ((alias, s.name) for s in predicates for alias in s.aliases))
+    _refill(PREDICATE_ARGUMENTS, sorted((s.argument_key, s.name) for s in predicates if s.argument_key))
+    MANDATORY_PREDICATES[:] = [s.name for s in predicates if s.mandatory]
+    PREDICATE_ORDERING[:] = [s.name for s in ordered]
+    PREDICATE_ORDERING_1_20[:] = [s.name for s in ordered if not s.refused_by_1_20]
+    PREDICATE_ORDERING_BEFORE_1_20[:] = [s.name for s in ordered if s.refused_by_1_20]
+    DEFAULT_PREDICATES_1_20.clear()
+    DEFAULT_PREDICATES_1_20.update(s.name for s in predicates if s.default)
+    DEFAULT_PREDICATES[:] = [s.name for s in predicates if s.default]
+    _refill(FRAMEWORK_FILTERS, ((s.framework, s.name) for s in predicates if s.framework))
+    MANDATORY_FRAMEWORK_FILTERS[:] = [s.framework for s in predicates if s.mandatory and s.framework]
+
+    _refill(PRIORITIES, ((s.name, s) for s in priorities))
+    _refill(PRIORITY_ALIASES, ((alias, s.name) for s in priorities for alias in s.aliases))
+    _refill(PRIORITY_ARGUMENTS, sorted((s.argument_key, s.name) for s in priorities if s.argument_key))
+    _refill(DEFAULT_PRIORITIES_1_20, ((s.name, s.default_weight) for s in priorities if s.default_weight))
+    _refill(FRAMEWORK_SCORES, ((s.framework, s.name) for s in priorities if s.framework))
+
+    PREDICATE_CLASSES[:] = dict.fromkeys((ValidNode, *(cls for s in predicates for cls in s.classes)))
+    REQUEUE_KINDS.clear()
+    REQUEUE_KINDS.update(*(cls.requeue_on for cls in PREDICATE_CLASSES))
+    is_unresolvable.cache_clear()
+
+
+_rebuild()
+on_register(_rebuild)

@@ -28,6 +28,7 @@ from typing import Any, Final
 import yaml
 
 from kubesched.model.resources import CPU, MEMORY
+from kubesched.plugins import registry
 from kubesched.plugins.node_resources.scoring_strategy import (
     LEAST_ALLOCATED,
     REQUESTED_TO_CAPACITY_RATIO,
@@ -78,41 +79,17 @@ _DEFAULT_PLUGINS_V1BETA3: Final = (
     *_DEFAULT_PLUGINS[_AT + 1 :],
 )
 
-FILTERS: Final[Mapping[str, str]] = {
-    "NodeUnschedulable": "CheckNodeUnschedulable",
-    "NodeName": "HostName",
-    "TaintToleration": "PodToleratesNodeTaints",
-    "NodeAffinity": "MatchNodeSelector",
-    "NodePorts": "PodFitsHostPorts",
-    "NodeResourcesFit": "PodFitsResources",
-    "VolumeRestrictions": "NoDiskConflict",
-    "EBSLimits": "MaxEBSVolumeCount",
-    "GCEPDLimits": "MaxGCEPDVolumeCount",
-    "NodeVolumeLimits": "MaxCSIVolumeCountPred",
-    "AzureDiskLimits": "MaxAzureDiskVolumeCount",
-    "CinderLimits": "MaxCinderVolumeCount",
-    "VolumeBinding": "CheckVolumeBinding",
-    "VolumeZone": "NoVolumeZoneConflict",
-    "PodTopologySpread": "EvenPodsSpread",
-    "InterPodAffinity": "MatchInterPodAffinity",
-}
-# NodeResourcesFit and PodTopologySpread are mapped by their arguments (_score_entries).
-SCORES: Final[Mapping[str, str]] = {
-    "TaintToleration": "TaintTolerationPriority",
-    "NodeAffinity": "NodeAffinityPriority",
-    "NodeResourcesFit": "LeastRequestedPriority",
-    "PodTopologySpread": "EvenPodsSpreadPriority",
-    "InterPodAffinity": "InterPodAffinityPriority",
-    "NodeResourcesBalancedAllocation": "BalancedResourceAllocation",
-    "ImageLocality": "ImageLocalityPriority",
-}
+# The kube-scheduler plugins whose filter or score is a legacy predicate or priority, as the
+# plugins declare them (plugins/declare.py): plugin name -> legacy name. NodeResourcesFit and
+# PodTopologySpread scores are mapped by their arguments (_node_resources_fit, _pod_topology_spread).
+FILTERS: Final[Mapping[str, str]] = registry.FRAMEWORK_FILTERS
+SCORES: Final[Mapping[str, str]] = registry.FRAMEWORK_SCORES
 # What kubesched always does itself (queue order, gates, preemption, binding).
 BUILT_IN: Final = frozenset({"SchedulingGates", "PrioritySort", "DefaultPreemption", "DefaultBinder"})
 # Plugins of kube-scheduler 1.32 kubesched knows and has no SchedulerPolicy entry for.
 _NO_EQUIVALENT: Final[Mapping[str, str]] = {
     "DynamicResources": "kubesched refuses pods with resourceClaims and says so in their events",
 }
-_MANDATORY_FILTERS: Final = ("NodeUnschedulable", "TaintToleration")
 # The extension point of each built-in plugin.
 _BUILT_IN_POINTS: Final[Mapping[str, str]] = {
     "preEnqueue": "SchedulingGates",
@@ -428,7 +405,7 @@ def _convert_profile(
                 f"a profile without {name}",
                 "kubesched always queues by priority, honours scheduling gates, preempts and binds",
             )
-    for name in _MANDATORY_FILTERS:
+    for name in registry.MANDATORY_FRAMEWORK_FILTERS:
         if name not in filters:
             profile.report(
                 f"{plugins_path}",

@@ -187,18 +187,136 @@ def test_a_predicate_is_registered_under_its_own_name() -> None:
             assert [cls.name for cls in factory.classes] == [name]
 
 
-def test_argument_keys_come_from_the_factories() -> None:
-    assert registry.PREDICATE_ARGUMENTS == {
-        "labelsPresence": "CheckNodeLabelPresence",
-        "serviceAffinity": "CheckServiceAffinity",
-    }
+def test_argument_keys_come_from_the_declarations() -> None:
+    """By key, whatever order the plugins were imported in."""
+    assert list(registry.PREDICATE_ARGUMENTS.items()) == [
+        ("labelsPresence", "CheckNodeLabelPresence"),
+        ("serviceAffinity", "CheckServiceAffinity"),
+    ]
     assert list(registry.PRIORITY_ARGUMENTS.items()) == [
-        ("serviceAntiAffinity", "ServiceAntiAffinity"),
         ("labelPreference", "NodeLabel"),
         ("requestedToCapacityRatioArguments", "RequestedToCapacityRatioPriority"),
+        ("serviceAntiAffinity", "ServiceAntiAffinity"),
     ]
 
 
 def test_every_predicate_name_has_its_place_in_the_order() -> None:
     assert set(registry.PREDICATE_ORDERING) == set(registry.PREDICATES)
     assert set(registry.DEFAULT_PREDICATES) == registry.DEFAULT_PREDICATES_1_20
+
+
+# The tables as they were written by hand before the plugins declared themselves: 1.20's
+# predicateOrdering and 1.16's, legacy_registry.go's defaults, aliases and mandatory predicates.
+ORDERING_1_20 = [
+    "CheckNodeUnschedulable",
+    "GeneralPredicates",
+    "HostName",
+    "PodFitsHostPorts",
+    "MatchNodeSelector",
+    "PodFitsResources",
+    "NoDiskConflict",
+    "PodToleratesNodeTaints",
+    "CheckNodeLabelPresence",
+    "CheckServiceAffinity",
+    "MaxEBSVolumeCount",
+    "MaxGCEPDVolumeCount",
+    "MaxCSIVolumeCountPred",
+    "MaxAzureDiskVolumeCount",
+    "MaxCinderVolumeCount",
+    "CheckVolumeBinding",
+    "NoVolumeZoneConflict",
+    "EvenPodsSpread",
+    "MatchInterPodAffinity",
+]
+ORDERING_1_16 = [
+    "CheckNodeCondition",
+    *ORDERING_1_20[:8],
+    "PodToleratesNodeNoExecuteTaints",
+    *ORDERING_1_20[8:17],
+    "CheckNodeMemoryPressure",
+    "CheckNodePIDPressure",
+    "CheckNodeDiskPressure",
+    *ORDERING_1_20[17:],
+]
+
+
+def test_the_declared_order_is_kube_schedulers() -> None:
+    assert registry.PREDICATE_ORDERING == ORDERING_1_16
+    assert registry.PREDICATE_ORDERING_1_20 == ORDERING_1_20
+    assert registry.PREDICATE_ORDERING_BEFORE_1_20 == [
+        "CheckNodeCondition",
+        "PodToleratesNodeNoExecuteTaints",
+        "CheckNodeMemoryPressure",
+        "CheckNodePIDPressure",
+        "CheckNodeDiskPressure",
+    ]
+    assert list(registry.PREDICATES) == ORDERING_1_16
+    assert registry.MANDATORY_PREDICATES == ["CheckNodeUnschedulable", "PodToleratesNodeTaints"]
+
+
+def test_the_declared_defaults_are_those_of_1_20() -> None:
+    assert registry.DEFAULT_PREDICATES == [
+        "CheckNodeUnschedulable",
+        "GeneralPredicates",
+        "NoDiskConflict",
+        "PodToleratesNodeTaints",
+        "MaxEBSVolumeCount",
+        "MaxGCEPDVolumeCount",
+        "MaxCSIVolumeCountPred",
+        "MaxAzureDiskVolumeCount",
+        "CheckVolumeBinding",
+        "NoVolumeZoneConflict",
+        "EvenPodsSpread",
+        "MatchInterPodAffinity",
+    ]
+    assert list(registry.DEFAULT_PRIORITIES.items()) == [
+        ("BalancedResourceAllocation", 1),
+        ("EvenPodsSpreadPriority", 2),
+        ("ImageLocalityPriority", 1),
+        ("InterPodAffinityPriority", 1),
+        ("LeastRequestedPriority", 1),
+        ("NodeAffinityPriority", 1),
+        ("NodePreferAvoidPodsPriority", 10000),
+        ("SelectorSpreadPriority", 1),
+        ("TaintTolerationPriority", 1),
+    ]
+
+
+def test_the_declared_aliases() -> None:
+    assert registry.PREDICATE_ALIASES == {"PodFitsPorts": "PodFitsHostPorts"}
+    assert registry.PRIORITY_ALIASES == {
+        "ServiceSpreadingPriority": "SelectorSpreadPriority",
+        "ServiceAffinity": "ServiceAntiAffinity",
+        "RequestedToCapacityRatio": "RequestedToCapacityRatioPriority",
+    }
+
+
+def test_the_declared_framework_plugins() -> None:
+    assert registry.FRAMEWORK_FILTERS == {
+        "NodeUnschedulable": "CheckNodeUnschedulable",
+        "NodeName": "HostName",
+        "TaintToleration": "PodToleratesNodeTaints",
+        "NodeAffinity": "MatchNodeSelector",
+        "NodePorts": "PodFitsHostPorts",
+        "NodeResourcesFit": "PodFitsResources",
+        "VolumeRestrictions": "NoDiskConflict",
+        "EBSLimits": "MaxEBSVolumeCount",
+        "GCEPDLimits": "MaxGCEPDVolumeCount",
+        "NodeVolumeLimits": "MaxCSIVolumeCountPred",
+        "AzureDiskLimits": "MaxAzureDiskVolumeCount",
+        "CinderLimits": "MaxCinderVolumeCount",
+        "VolumeBinding": "CheckVolumeBinding",
+        "VolumeZone": "NoVolumeZoneConflict",
+        "PodTopologySpread": "EvenPodsSpread",
+        "InterPodAffinity": "MatchInterPodAffinity",
+    }
+    assert registry.FRAMEWORK_SCORES == {
+        "TaintToleration": "TaintTolerationPriority",
+        "NodeAffinity": "NodeAffinityPriority",
+        "NodeResourcesFit": "LeastRequestedPriority",
+        "PodTopologySpread": "EvenPodsSpreadPriority",
+        "InterPodAffinity": "InterPodAffinityPriority",
+        "NodeResourcesBalancedAllocation": "BalancedResourceAllocation",
+        "ImageLocality": "ImageLocalityPriority",
+    }
+    assert registry.MANDATORY_FRAMEWORK_FILTERS == ["NodeUnschedulable", "TaintToleration"]

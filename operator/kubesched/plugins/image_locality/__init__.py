@@ -5,6 +5,11 @@ Priority ImageLocalityPriority: nodes that already have the pod's images, by siz
 
 from __future__ import annotations
 
+from kubesched.plugins.declare import priority, register
 from kubesched.plugins.image_locality.scoring import ImageLocalityPriority
+
+register(
+    priority(ImageLocalityPriority, framework="ImageLocality", default_weight=1),
+)
 
 __all__ = ["ImageLocalityPriority"]

@@ -10,6 +10,7 @@ eviction helps), ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH, ERR_REASON_EXISTING_A
 
 from __future__ import annotations
 
+from kubesched.plugins.declare import predicate, priority, register
 from kubesched.plugins.inter_pod_affinity.filtering import (
     ERR_REASON_AFFINITY_NOT_MATCH,
     ERR_REASON_AFFINITY_RULES_NOT_MATCH,
@@ -18,6 +19,11 @@ from kubesched.plugins.inter_pod_affinity.filtering import (
     MatchInterPodAffinity,
 )
 from kubesched.plugins.inter_pod_affinity.scoring import InterPodAffinityPriority
+
+register(
+    predicate(MatchInterPodAffinity, order=23, framework="InterPodAffinity", default=True),
+    priority(InterPodAffinityPriority, framework="InterPodAffinity", default_weight=1),
+)
 
 __all__ = [
     "ERR_REASON_AFFINITY_NOT_MATCH",

@@ -8,11 +8,17 @@ Reason: ERR_REASON_NODE_AFFINITY (no eviction helps).
 
 from __future__ import annotations
 
+from kubesched.plugins.declare import predicate, priority, register
 from kubesched.plugins.node_affinity.filtering import (
     ERR_REASON_NODE_AFFINITY,
     MatchNodeSelector,
 )
 from kubesched.plugins.node_affinity.scoring import NodeAffinityPriority
+
+register(
+    predicate(MatchNodeSelector, order=5, framework="NodeAffinity"),
+    priority(NodeAffinityPriority, framework="NodeAffinity", default_weight=1),
+)
 
 __all__ = [
     "ERR_REASON_NODE_AFFINITY",

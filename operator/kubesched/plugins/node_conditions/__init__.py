@@ -11,6 +11,7 @@ ERR_REASON_DISK_PRESSURE, ERR_REASON_PID_PRESSURE.
 
 from __future__ import annotations
 
+from kubesched.plugins.declare import predicate, register
 from kubesched.plugins.node_conditions.filtering import (
     ERR_REASON_DISK_PRESSURE,
     ERR_REASON_MEMORY_PRESSURE,
@@ -23,6 +24,13 @@ from kubesched.plugins.node_conditions.filtering import (
     CheckNodePIDPressure,
 )
 from kubesched.plugins.node_unschedulable.filtering import ERR_REASON_UNSCHEDULABLE
+
+register(
+    predicate(CheckNodeCondition, order=0, refused_by_1_20=True),
+    predicate(CheckNodeMemoryPressure, order=19, refused_by_1_20=True),
+    predicate(CheckNodePIDPressure, order=20, refused_by_1_20=True),
+    predicate(CheckNodeDiskPressure, order=21, refused_by_1_20=True),
+)
 
 __all__ = [
     "ERR_REASON_DISK_PRESSURE",

@@ -8,11 +8,17 @@ Reason: ERR_REASON_PRESENCE_VIOLATED (no eviction helps).
 
 from __future__ import annotations
 
+from kubesched.plugins.declare import predicate, priority, register
 from kubesched.plugins.node_label.filtering import (
     ERR_REASON_PRESENCE_VIOLATED,
     CheckNodeLabelPresence,
 )
 from kubesched.plugins.node_label.scoring import NodeLabelPriority
+
+register(
+    predicate(CheckNodeLabelPresence, order=10, argument_key="labelsPresence"),
+    priority(NodeLabelPriority, argument_key="labelPreference"),
+)
 
 __all__ = [
     "ERR_REASON_PRESENCE_VIOLATED",

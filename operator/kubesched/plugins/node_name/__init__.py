@@ -7,9 +7,14 @@ Reason: ERR_REASON_HOSTNAME (no eviction helps).
 
 from __future__ import annotations
 
+from kubesched.plugins.declare import predicate, register
 from kubesched.plugins.node_name.filtering import (
     ERR_REASON_HOSTNAME,
     HostName,
+)
+
+register(
+    predicate(HostName, order=3, framework="NodeName"),
 )
 
 __all__ = [

@@ -7,9 +7,14 @@ Reason: ERR_REASON_PORTS.
 
 from __future__ import annotations
 
+from kubesched.plugins.declare import predicate, register
 from kubesched.plugins.node_ports.filtering import (
     ERR_REASON_PORTS,
     PodFitsHostPorts,
+)
+
+register(
+    predicate(PodFitsHostPorts, order=4, aliases=("PodFitsPorts",), framework="NodePorts"),
 )
 
 __all__ = [

@@ -6,6 +6,11 @@ controller score 0.
 
 from __future__ import annotations
 
+from kubesched.plugins.declare import priority, register
 from kubesched.plugins.node_prefer_avoid_pods.scoring import NodePreferAvoidPodsPriority
+
+register(
+    priority(NodePreferAvoidPodsPriority, default_weight=10000),
+)
 
 __all__ = ["NodePreferAvoidPodsPriority"]

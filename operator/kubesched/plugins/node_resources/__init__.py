@@ -14,6 +14,7 @@ err_reason_insufficient(resource) for the others.
 
 from __future__ import annotations
 
+from kubesched.plugins.declare import predicate, priority, register
 from kubesched.plugins.node_resources.balanced_allocation import BalancedResourceAllocation
 from kubesched.plugins.node_resources.fit import (
     ERR_REASON_CPU,
@@ -28,6 +29,20 @@ from kubesched.plugins.node_resources.most_allocated import MostRequestedPriorit
 from kubesched.plugins.node_resources.requested_to_capacity_ratio import RequestedToCapacityRatioPriority
 from kubesched.plugins.node_resources.resource_limits import ResourceLimitsPriority
 from kubesched.plugins.node_resources.scoring_strategy import NodeResourcesFitScore
+
+register(
+    predicate(PodFitsResources, order=6, framework="NodeResourcesFit"),
+    # 1.32's NodeResourcesFit scores with the LeastAllocated strategy unless its arguments say otherwise.
+    priority(LeastRequestedPriority, framework="NodeResourcesFit", default_weight=1),
+    priority(MostRequestedPriority),
+    priority(BalancedResourceAllocation, framework="NodeResourcesBalancedAllocation", default_weight=1),
+    priority(
+        RequestedToCapacityRatioPriority,
+        aliases=("RequestedToCapacityRatio",),
+        argument_key="requestedToCapacityRatioArguments",
+    ),
+    priority(ResourceLimitsPriority),
+)
 
 __all__ = [
     "ERR_REASON_CPU",

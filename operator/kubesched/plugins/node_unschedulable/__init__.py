@@ -7,9 +7,14 @@ Reason: ERR_REASON_UNSCHEDULABLE (no eviction helps).
 
 from __future__ import annotations
 
+from kubesched.plugins.declare import predicate, register
 from kubesched.plugins.node_unschedulable.filtering import (
     ERR_REASON_UNSCHEDULABLE,
     CheckNodeUnschedulable,
+)
+
+register(
+    predicate(CheckNodeUnschedulable, order=1, framework="NodeUnschedulable", default=True, mandatory=True),
 )
 
 __all__ = [

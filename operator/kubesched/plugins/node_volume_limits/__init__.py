@@ -9,6 +9,7 @@ Reasons: ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED; ERR_REASON_CLAIM_WITHOUT_NAME on 
 
 from __future__ import annotations
 
+from kubesched.plugins.declare import predicate, register
 from kubesched.plugins.node_volume_limits.filtering import (
     ERR_REASON_CLAIM_WITHOUT_NAME,
     ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED,
@@ -17,6 +18,14 @@ from kubesched.plugins.node_volume_limits.filtering import (
     MaxCSIVolumeCount,
     MaxEBSVolumeCount,
     MaxGCEPDVolumeCount,
+)
+
+register(
+    predicate(MaxEBSVolumeCount, order=12, framework="EBSLimits", default=True),
+    predicate(MaxGCEPDVolumeCount, order=13, framework="GCEPDLimits", default=True),
+    predicate(MaxCSIVolumeCount, order=14, framework="NodeVolumeLimits", default=True),
+    predicate(MaxAzureDiskVolumeCount, order=15, framework="AzureDiskLimits", default=True),
+    predicate(MaxCinderVolumeCount, order=16, framework="CinderLimits"),
 )
 
 __all__ = [

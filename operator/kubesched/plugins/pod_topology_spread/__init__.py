@@ -9,12 +9,18 @@ Reasons: ERR_REASON_CONSTRAINTS_NOT_MATCH; ERR_REASON_NODE_LABEL_NOT_MATCH (no e
 
 from __future__ import annotations
 
+from kubesched.plugins.declare import predicate, priority, register
 from kubesched.plugins.pod_topology_spread.filtering import (
     ERR_REASON_CONSTRAINTS_NOT_MATCH,
     ERR_REASON_NODE_LABEL_NOT_MATCH,
     EvenPodsSpread,
 )
 from kubesched.plugins.pod_topology_spread.scoring import PodTopologySpreadPriority
+
+register(
+    predicate(EvenPodsSpread, order=22, framework="PodTopologySpread", default=True),
+    priority(PodTopologySpreadPriority, framework="PodTopologySpread", default_weight=2),
+)
 
 __all__ = [
     "ERR_REASON_CONSTRAINTS_NOT_MATCH",

@@ -6,6 +6,11 @@ gate off: the pods of one Service or controller spread over nodes and zones.
 
 from __future__ import annotations
 
+from kubesched.plugins.declare import priority, register
 from kubesched.plugins.selector_spread.scoring import SelectorSpreadPriority
+
+register(
+    priority(SelectorSpreadPriority, aliases=("ServiceSpreadingPriority",), default_weight=1),
+)
 
 __all__ = ["SelectorSpreadPriority"]

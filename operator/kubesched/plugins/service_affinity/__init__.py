@@ -9,11 +9,17 @@ Reason: ERR_REASON_SERVICE_AFFINITY.
 
 from __future__ import annotations
 
+from kubesched.plugins.declare import predicate, priority, register
 from kubesched.plugins.service_affinity.filtering import (
     ERR_REASON_SERVICE_AFFINITY,
     CheckServiceAffinity,
 )
 from kubesched.plugins.service_affinity.scoring import ServiceAntiAffinityPriority
+
+register(
+    predicate(CheckServiceAffinity, order=11, argument_key="serviceAffinity"),
+    priority(ServiceAntiAffinityPriority, aliases=("ServiceAffinity",), argument_key="serviceAntiAffinity"),
+)
 
 __all__ = [
     "ERR_REASON_SERVICE_AFFINITY",

@@ -10,6 +10,7 @@ ERR_REASON_NOT_MATCH_1_17.
 
 from __future__ import annotations
 
+from kubesched.plugins.declare import predicate, priority, register
 from kubesched.plugins.taint_toleration.filtering import (
     ERR_REASON_NOT_MATCH_1_17,
     PodToleratesNodeNoExecuteTaints,
@@ -17,6 +18,12 @@ from kubesched.plugins.taint_toleration.filtering import (
     err_reason_untolerated,
 )
 from kubesched.plugins.taint_toleration.scoring import TaintTolerationPriority
+
+register(
+    predicate(PodToleratesNodeTaints, order=8, framework="TaintToleration", default=True, mandatory=True),
+    predicate(PodToleratesNodeNoExecuteTaints, order=9, refused_by_1_20=True),
+    priority(TaintTolerationPriority, framework="TaintToleration", default_weight=1),
+)
 
 __all__ = [
     "ERR_REASON_NOT_MATCH_1_17",

@@ -10,6 +10,7 @@ ERR_REASON_NOT_ENOUGH_SPACE, ERR_REASON_PV_NOT_EXIST, ERR_REASON_UNBOUND_IMMEDIA
 
 from __future__ import annotations
 
+from kubesched.plugins.declare import predicate, register
 from kubesched.plugins.volume_binding.filtering import (
     ERR_REASON_BIND_CONFLICT,
     ERR_REASON_NODE_CONFLICT,
@@ -17,6 +18,10 @@ from kubesched.plugins.volume_binding.filtering import (
     ERR_REASON_PV_NOT_EXIST,
     ERR_REASON_UNBOUND_IMMEDIATE,
     CheckVolumeBinding,
+)
+
+register(
+    predicate(CheckVolumeBinding, order=17, framework="VolumeBinding", default=True),
 )
 
 __all__ = [

@@ -10,10 +10,15 @@ preemption); a claim with no PVC is left to CheckVolumeBinding, as in 1.20.
 
 from __future__ import annotations
 
+from kubesched.plugins.declare import predicate, register
 from kubesched.plugins.volume_restrictions.filtering import (
     ERR_REASON_DISK_CONFLICT,
     ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT,
     NoDiskConflict,
+)
+
+register(
+    predicate(NoDiskConflict, order=7, framework="VolumeRestrictions", default=True),
 )
 
 __all__ = [

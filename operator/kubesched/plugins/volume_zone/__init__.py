@@ -7,9 +7,14 @@ Reason: ERR_REASON_VOLUME_ZONE (no eviction helps); a claim that cannot be resol
 
 from __future__ import annotations
 
+from kubesched.plugins.declare import predicate, register
 from kubesched.plugins.volume_zone.filtering import (
     ERR_REASON_VOLUME_ZONE,
     NoVolumeZoneConflict,
+)
+
+register(
+    predicate(NoVolumeZoneConflict, order=18, framework="VolumeZone", default=True),
 )
 
 __all__ = [
