@@ -34,7 +34,8 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from urllib.parse import urlsplit
 
-from kubesched.algorithm.extenders import MAX_REPLY_BYTES, ExtenderConfig, ExtenderError, TLSConfig
+from kubesched.algorithm.extender_wire import MAX_REPLY_BYTES, ExtenderError
+from kubesched.algorithm.extenders import ExtenderConfig, TLSConfig
 
 MAX_WORKERS = 16
 _CHUNK = 64 * 1024

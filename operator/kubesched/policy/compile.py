@@ -41,7 +41,7 @@ from typing import Any, Final
 
 import yaml
 
-from kubesched.algorithm.extenders import TransportFactory, build_extenders, ignored_resources
+from kubesched.algorithm.extenders import TransportFactory, ignored_resources
 from kubesched.algorithm.generic import Algorithm, WeightedPriority
 from kubesched.plugins import registry
 from kubesched.plugins.arguments import ArgumentError
@@ -49,6 +49,7 @@ from kubesched.plugins.framework import PluginSettings, Predicate, Priority
 from kubesched.plugins.node_resources.scoring_strategy import NodeResourcesFitScore
 from kubesched.plugins.node_volume_limits.filtering import KUBE_MAX_PD_VOLS
 from kubesched.plugins.pod_topology_spread.filtering import parse_default_constraints
+from kubesched.policy.extenders import build_extenders
 
 POLICY_KIND: Final = "Policy"
 POLICY_API_VERSIONS: Final = ("v1", "kubescheduler.config.k8s.io/v1")
