@@ -124,9 +124,9 @@ class HTTPTransport:
         """Raises ValueError when the TLS material cannot be loaded (nothing is sent yet)."""
         self._config = config
         self._prefix = config.url_prefix.rstrip("/")
-        self._https = urlsplit(config.url_prefix).scheme == "https"
+        https = urlsplit(config.url_prefix).scheme == "https"
         try:
-            self._context = _ssl_context(config) if self._https else None
+            self._context = _ssl_context(config) if https else None
         except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
             raise ValueError(f"cannot set up TLS: {exc}") from exc
         self._server_name = (config.tls or TLSConfig()).server_name or None
