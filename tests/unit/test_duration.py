@@ -7,10 +7,11 @@ from typing import Any
 import click
 import pytest
 
-from kubesched.algorithm.extenders import DEFAULT_TIMEOUT, parse_http_timeout
+from kubesched.algorithm.extenders import DEFAULT_TIMEOUT
 from kubesched.cli import Duration
 from kubesched.model.duration import parse_duration, parse_go_duration
 from kubesched.plugins.arguments import ArgumentError
+from kubesched.policy.extenders import parse_http_timeout
 
 # (text, seconds): what Go's time.ParseDuration accepts.
 GO_DURATIONS = [

@@ -28,16 +28,15 @@ import pytest
 import structlog
 
 from kubesched.algorithm import extenders
-from kubesched.algorithm.extenders import (
-    ExtenderConfig,
+from kubesched.algorithm.extender_wire import (
     ExtenderError,
-    HTTPExtender,
     decode_reply,
     read_bind_reply,
     read_filter_reply,
     read_preempt_reply,
     read_prioritize_reply,
 )
+from kubesched.algorithm.extenders import ExtenderConfig, HTTPExtender
 from kubesched.algorithm.generic import Algorithm, ExtenderFailure, FitError
 from kubesched.algorithm.preemption import PreemptionOutcome, attempt
 from kubesched.kube.extender_transport import HTTPTransport

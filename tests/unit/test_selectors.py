@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -147,3 +148,36 @@ def test_field_selector_on_a_nameless_node_is_ignored() -> None:
     assert selector.matches({}, "a")
     assert not selector.matches({}, "b")
     assert selector.matches({}, "")  # extractNodeFields gives no fields: matchFields is skipped
+
+
+@pytest.mark.parametrize(
+    ("text", "labels", "matches"),
+    [
+        ("app=web", {"app": "web"}, True),
+        ("app==web,tier!=db", {"app": "web", "tier": "db"}, False),
+        ("app==web,tier!=db", {"app": "web"}, True),
+        ("env in (a, b),!legacy", {"env": "b"}, True),
+        ("env in (a, b),!legacy", {"env": "b", "legacy": ""}, False),
+        ("env notin (a,b)", {"env": "b"}, False),
+        ("env notin (a,b)", {}, True),
+        ("app", {}, False),
+        ("  ", {"app": "x"}, True),
+    ],
+)
+def test_label_selector_from_kubectl_syntax(text: str, labels: dict[str, str], matches: bool) -> None:
+    assert LabelSelector.from_string(text).matches(labels) is matches
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("app=(web", "cannot parse 'app=(web'"),
+        ("app=web,", "cannot parse ''"),
+        ("env in ()", "values set can't be empty"),
+        ("app=-web", "a valid label must be"),
+        ("-app", "name part must consist of"),
+    ],
+)
+def test_a_malformed_string_selector_names_its_clause(text: str, message: str) -> None:
+    with pytest.raises(SelectorError, match=re.escape(message)):
+        LabelSelector.from_string(text)

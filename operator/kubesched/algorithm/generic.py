@@ -19,7 +19,8 @@ from typing import Any, TypeVar, overload
 import numpy as np
 import numpy.typing as npt
 
-from kubesched.algorithm.extenders import ExtenderError, HTTPExtender, run_filters, run_prioritizers
+from kubesched.algorithm.extender_wire import ExtenderError
+from kubesched.algorithm.extenders import HTTPExtender, run_filters, run_prioritizers
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
 from kubesched.model.table import NodeTable

@@ -46,7 +46,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubesched.algorithm.extenders import ExtenderError, HTTPExtender, Victims, run_preemption
+from kubesched.algorithm.extender_wire import ExtenderError
+from kubesched.algorithm.extenders import HTTPExtender, Victims, run_preemption
 from kubesched.algorithm.generic import ExtenderFailure, FitError, node_failures, prefilter
 from kubesched.model.disruption import DisruptionBudget
 from kubesched.model.nodeinfo import NodeInfo, Snapshot

@@ -15,7 +15,6 @@ import asyncio
 import json
 import os
 import ssl
-import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from kubesched.kube.early_listing import (
     endpoint,
     environment_proxy,
 )
+from kubesched.kube.retry import TokenBucket as TokenBucket  # re-exported: every request's limiter
 
 # Replies longer than this (characters of JSON) are decoded off the event loop.
 BIG_BODY = 1 << 20
@@ -231,32 +231,6 @@ class ApiClient:
 def api_client(conf: Configuration | Any) -> ApiClient:
     """A client for `conf`: ours, or the generated client's (whose clients tests pass)."""
     return ApiClient(conf if isinstance(conf, Configuration) else from_generated(conf))
-
-
-@dataclass(slots=True)
-class TokenBucket:
-    """Client-side rate limit like client-go's: `qps` tokens a second, at most `burst` saved up."""
-
-    qps: float
-    burst: int
-    _tokens: float = field(init=False)
-    _stamp: float = field(init=False, default_factory=time.monotonic)
-    _lock: asyncio.Lock = field(init=False, default_factory=asyncio.Lock)
-
-    def __post_init__(self) -> None:
-        self._tokens = float(self.burst)
-
-    async def acquire(self) -> None:
-        if self.qps <= 0:
-            return
-        async with self._lock:
-            now = time.monotonic()
-            self._tokens = min(self.burst, self._tokens + (now - self._stamp) * self.qps)
-            self._stamp = now
-            self._tokens -= 1
-            if self._tokens < 0:
-                # Waiting while holding the lock keeps the requests in arrival order.
-                await asyncio.sleep(-self._tokens / self.qps)
 
 
 async def request(

@@ -26,6 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Generic, TypeVar
 
+from kubesched.kube.retry import TokenBucket
+
 MAX_LRU_ENTRIES = 4096
 # More than this many distinct messages of similar events within the interval: combine them.
 AGGREGATE_MAX_EVENTS = 10
@@ -179,12 +181,6 @@ class LRU(Generic[V]):
         return key in self._items
 
 
-@dataclass(slots=True)
-class _Bucket:
-    tokens: float
-    stamp: float
-
-
 class SpamFilter:
     """client-go's EventSourceObjectSpamFilter: a token bucket per key, `burst` full at first."""
 
@@ -198,22 +194,18 @@ class SpamFilter:
         key: Callable[[Event], str] = spam_key,
     ) -> None:
         self._clock = clock
-        self._cache: LRU[_Bucket] = LRU(size)
+        self._cache: LRU[TokenBucket] = LRU(size)
         self._burst = burst
         self._qps = qps
         self._key = key
 
     def filter(self, event: Event) -> bool:
         """True when `event` should be dropped."""
-        key, now = self._key(event), self._clock()
+        key = self._key(event)
         bucket = self._cache.get(key)
         if bucket is None:
-            bucket = _Bucket(float(self._burst), now)
-        bucket.tokens = min(float(self._burst), bucket.tokens + max(now - bucket.stamp, 0.0) * self._qps)
-        bucket.stamp = now
-        accepted = bucket.tokens >= 1.0
-        if accepted:
-            bucket.tokens -= 1.0
+            bucket = TokenBucket(self._qps, self._burst, self._clock)
+        accepted = bucket.try_acquire()
         self._cache.add(key, bucket)
         return not accepted
 

@@ -24,7 +24,6 @@ import asyncio
 import concurrent.futures
 import contextlib
 import math
-import random
 import threading
 import time
 from collections import deque
@@ -45,6 +44,7 @@ from kubesched.kube.event_correlator import (
     spam_key_by_reason,
 )
 from kubesched.kube.pod_conditions import condition_patch
+from kubesched.kube.retry import backoff_delay
 from kubesched.model.objects import Pod
 from kubesched.telemetry import metrics
 
@@ -392,7 +392,7 @@ class Recorder:
         """One write: tried again and again while the API server cannot be reached, and a few times
         more on 429 and 5xx; whatever else it answers is the caller's to judge."""
         low, high = self._retry_delays
-        delay, server_errors = low, 0
+        failures, server_errors = 0, 0
         while True:
             await limiter.acquire()
             try:
@@ -404,8 +404,8 @@ class Recorder:
                 if status not in RETRIABLE_STATUSES or server_errors >= SERVER_RETRIES:
                     return status, reply
                 server_errors += 1
-            await asyncio.sleep(delay * random.uniform(0.5, 1.0))  # jittered: replicas do not retry in step
-            delay = min(delay * 2, high)
+            await asyncio.sleep(backoff_delay(failures, low, high, jitter=-0.5))
+            failures += 1
 
     def _unreachable(self, exc: BaseException) -> None:
         if self._unreachable_since is None:

@@ -1,15 +1,18 @@
-"""The HTTP(S) transport of scheduler extenders (algorithm/extenders.py's ExtenderTransport).
+"""The HTTP(S) transport of scheduler extenders (algorithm/extenders.py's ExtenderTransport), on aiohttp.
 
-Calls are plain blocking HTTP made from the algorithm's executor thread (the event loop never
-waits on them), or from a binder thread for a bindVerb. Each exchange runs on a shared worker
-thread so that the caller can give up at the extender's `httpTimeout` as a total deadline,
-whatever stage the exchange is at; when it does, it shuts the exchange's socket down, so that the
-worker stops there too instead of holding its thread. The worker keeps to the same deadline on its
-own: each socket operation gets the time left, so a server that sends a byte now and then cannot
-stretch a call either. At most MAX_REPLY_BYTES of a reply are read: a Content-Length above it
-fails the call unread, a longer body once the cap is passed (it is read in chunks).
+The algorithm calls an extender synchronously from its executor thread (a bindVerb from a binder
+thread): `post` hands the exchange to one event loop of the extenders' own, run by a daemon thread
+shared by every extender of every policy, and waits for its end. The operator's own loop never
+carries an extender call, so a slow extender cannot stall the lease renewals or the watches, and a
+busy operator loop cannot stretch an extender's deadline; the command-line tools, which have no
+loop, call extenders the same way.
 
-Connections are kept alive, a small pool per extender; a kept connection that the server closed
+Each exchange is bounded by the extender's `httpTimeout` as a total deadline, whatever stage it is
+at; when it passes the exchange is cancelled and its connection closed, so a server that sends a
+byte now and then cannot stretch a call. At most MAX_REPLY_BYTES of a reply are read: a
+Content-Length above it fails the call unread, a longer body once the cap is passed.
+
+Connections are kept alive, a pool per extender; a kept connection that the server closed
 meanwhile is retried once on a new one, as Go's client does for a request that got no reply byte.
 TLS follows 1.20's makeTransport: client certificates and a CA from files or inline PEM,
 `serverName`, and no verification with `insecure` or with `enableHTTPS` and no CA.
@@ -20,26 +23,29 @@ TLS follows 1.20's makeTransport: client certificates and a CA from files or inl
 
 from __future__ import annotations
 
-import contextlib
-import http.client
+import asyncio
+import concurrent.futures
+import errno
 import os
-import queue
 import re
-import socket
 import ssl
 import tempfile
 import threading
-import time
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
+from collections.abc import Coroutine
+from types import SimpleNamespace
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from kubesched.algorithm.extenders import MAX_REPLY_BYTES, ExtenderConfig, ExtenderError, TLSConfig
+import aiohttp
 
-MAX_WORKERS = 16
+from kubesched.algorithm.extender_wire import MAX_REPLY_BYTES, ExtenderError
+from kubesched.algorithm.extenders import ExtenderConfig, TLSConfig
+
 _CHUNK = 64 * 1024
 _ERROR_BODY = 1024  # bytes of a non-200 reply read, to quote its start
 _SHOWN = 200  # characters of the server's own text (status reason, error body) quoted
+# How long a caller waits beyond the deadline for the loop to report it (it should never need to).
+_GRACE = 1.0
 # What ssl's messages say around OpenSSL's words: "[SSL: WRONG_VERSION_NUMBER] ... (_ssl.c:1006)".
 _SSL_NOISE = re.compile(r"^\[SSL(?:: \w+)?\] *| *\(_ssl\.c:\d+\)$")
 # OpenSSL's reasons when the server answered the TLS handshake with something else (plain HTTP).
@@ -47,24 +53,7 @@ _NOT_TLS = frozenset(
     {"WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "HTTP_REQUEST", "PACKET_LENGTH_TOO_LONG"}
 )
 
-
-class _HTTPSConnection(http.client.HTTPSConnection):
-    """An HTTPS connection that can verify (and send SNI for) a name other than the URL's host."""
-
-    def __init__(
-        self, host: str, port: int | None, timeout: float, context: ssl.SSLContext, server_name: str
-    ):
-        super().__init__(host, port, timeout=timeout, context=context)
-        self._context = context
-        self._server_name = server_name or host
-
-    def connect(self) -> None:
-        sock = socket.create_connection((self.host, self.port), self.timeout)
-        try:
-            self.sock = self._context.wrap_socket(sock, server_hostname=self._server_name)
-        except BaseException:
-            sock.close()
-            raise
+_T = TypeVar("_T")
 
 
 def _ssl_context(config: ExtenderConfig) -> ssl.SSLContext:
@@ -95,66 +84,37 @@ def _ssl_context(config: ExtenderConfig) -> ssl.SSLContext:
     return context
 
 
-_WORKERS: ThreadPoolExecutor | None = None
-_WORKERS_LOCK = threading.Lock()
+_LOOP: asyncio.AbstractEventLoop | None = None
+_LOOP_LOCK = threading.Lock()
 
 
-def _workers() -> ThreadPoolExecutor:
-    """The threads that make the HTTP calls, shared by every extender of every policy (a policy
-    reload must not leave threads behind); a call that hangs holds one until its deadline."""
-    global _WORKERS
-    with _WORKERS_LOCK:
-        if _WORKERS is None:
-            _WORKERS = ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="extender")
-        return _WORKERS
+def _loop() -> asyncio.AbstractEventLoop:
+    """The extenders' event loop, started on first use in a daemon thread."""
+    global _LOOP
+    with _LOOP_LOCK:
+        if _LOOP is None:
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="extenders", daemon=True).start()
+            _LOOP = loop
+        return _LOOP
 
 
-class _Call:
-    """One call's deadline and socket, shared by the caller and the worker making it."""
-
-    def __init__(self, timeout: float) -> None:
-        self.timeout = timeout
-        self.deadline = time.monotonic() + timeout
-        self._lock = threading.Lock()
-        self._sock: socket.socket | None = None
-        self._aborted = False
-
-    def time_left(self) -> float:
-        """Seconds left before the deadline; TimeoutError once it has passed (or the caller left)."""
-        left = self.deadline - time.monotonic()
-        if left <= 0 or self._aborted:
-            raise TimeoutError
-        return left
-
-    def attach(self, sock: socket.socket) -> None:
-        """The worker reads from `sock`, until the deadline."""
-        with self._lock:
-            self._sock = sock
-            if self._aborted:
-                self._shut()
-        sock.settimeout(self.time_left())
-
-    def detach(self) -> bool:
-        """The worker is done with the socket: False when the caller gave up meanwhile (the socket
-        may have been shut down: not to be kept)."""
-        with self._lock:
-            self._sock = None
-            return not self._aborted
-
-    def abort(self) -> None:
-        """The caller gives up: a worker blocked on the socket wakes up to an error and stops."""
-        with self._lock:
-            self._aborted = True
-            self._shut()
-
-    def _shut(self) -> None:
-        if self._sock is not None:
-            with contextlib.suppress(OSError):  # closed already
-                self._sock.shutdown(socket.SHUT_RDWR)
+def _run(coroutine: Coroutine[Any, Any, _T], timeout: float) -> _T:
+    """Run `coroutine` on the extenders' loop and wait for it, `timeout` at most."""
+    future = asyncio.run_coroutine_threadsafe(coroutine, _loop())
+    try:
+        return future.result(timeout)
+    except concurrent.futures.TimeoutError:
+        future.cancel()
+        raise TimeoutError from None
 
 
 class _Stale(Exception):
     """A kept-alive connection was closed by the server before it replied: try a new one."""
+
+
+async def _reused(session: aiohttp.ClientSession, ctx: SimpleNamespace, params: Any) -> None:
+    ctx.trace_request_ctx.reused = True
 
 
 class HTTPTransport:
@@ -163,112 +123,81 @@ class HTTPTransport:
     def __init__(self, config: ExtenderConfig) -> None:
         """Raises ValueError when the TLS material cannot be loaded (nothing is sent yet)."""
         self._config = config
-        parts = urlsplit(config.url_prefix)
-        self._https = parts.scheme == "https"
-        self._host = parts.hostname or ""
-        self._port = parts.port
-        self._path = parts.path.rstrip("/")
+        self._prefix = config.url_prefix.rstrip("/")
+        https = urlsplit(config.url_prefix).scheme == "https"
         try:
-            self._context = _ssl_context(config) if self._https else None
+            self._context = _ssl_context(config) if https else None
         except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
             raise ValueError(f"cannot set up TLS: {exc}") from exc
-        self._idle: queue.SimpleQueue[http.client.HTTPConnection] = queue.SimpleQueue()
+        self._server_name = (config.tls or TLSConfig()).server_name or None
+        self._session: aiohttp.ClientSession | None = None  # made on the extenders' loop
 
     def post(self, verb: str, body: bytes) -> bytes:
         """POST the JSON `body`; the whole exchange must finish within httpTimeout."""
-        call = _Call(self._config.http_timeout)
-        future = _workers().submit(self._exchange, verb, body, call)
+        timeout = self._config.http_timeout
         try:
-            return future.result(timeout=call.timeout)
-        except FutureTimeout:
-            future.cancel()  # still queued behind busy workers: never sent
-            call.abort()
-            raise ExtenderError(f"no reply within {call.timeout:g}s") from None
+            return _run(self._exchange(verb, body), timeout + _GRACE)
+        except TimeoutError:
+            raise ExtenderError(f"no reply within {timeout:g}s") from None
 
     def close(self) -> None:
         """Close the idle keep-alive connections."""
-        while True:
-            try:
-                self._idle.get_nowait().close()
-            except queue.Empty:
-                break
+        if self._session is not None:
+            session, self._session = self._session, None
+            _run(session.close(), _GRACE)
 
-    def _new_connection(self, timeout: float) -> http.client.HTTPConnection:
-        if self._https:
-            assert self._context is not None
-            tls = self._config.tls or TLSConfig()
-            return _HTTPSConnection(self._host, self._port, timeout, self._context, tls.server_name)
-        return http.client.HTTPConnection(self._host, self._port, timeout=timeout)
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            trace = aiohttp.TraceConfig()
+            trace.on_connection_reuseconn.append(_reused)
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(ssl=self._context or True), trace_configs=[trace]
+            )
+        return self._session
 
-    def _exchange(self, verb: str, body: bytes, call: _Call) -> bytes:
+    async def _exchange(self, verb: str, body: bytes) -> bytes:
+        timeout = self._config.http_timeout
         try:
-            try:
-                kept = self._idle.get_nowait()
-            except queue.Empty:
-                pass
-            else:
+            async with asyncio.timeout(timeout):
                 try:
-                    return self._round_trip(kept, verb, body, call, kept=True)
+                    return await self._round_trip(verb, body)
                 except _Stale:
-                    pass
-            return self._round_trip(self._new_connection(call.time_left()), verb, body, call, kept=False)
-        except (OSError, http.client.HTTPException) as exc:
-            raise ExtenderError(_describe(exc, call.timeout)) from exc
+                    return await self._round_trip(verb, body)
+        except TimeoutError:
+            raise ExtenderError(f"no reply within {timeout:g}s") from None
+        except (OSError, aiohttp.ClientError) as exc:
+            raise ExtenderError(_describe(exc)) from exc
 
-    def _round_trip(
-        self, conn: http.client.HTTPConnection, verb: str, body: bytes, call: _Call, *, kept: bool
-    ) -> bytes:
-        """One request on `conn` and its reply's body; closes `conn` unless it is kept for the next."""
-        response: http.client.HTTPResponse | None = None
+    async def _round_trip(self, verb: str, body: bytes) -> bytes:
+        """One request and its reply's body."""
+        ctx = SimpleNamespace(reused=False)
         try:
-            if conn.sock is not None:
-                call.attach(conn.sock)
-            try:
-                # A new connection connects here, within the time left when it was made.
-                conn.request(
-                    "POST", f"{self._path}/{verb}", body=body, headers={"Content-Type": "application/json"}
-                )
-                # The socket, held on to: http.client lets go of it once a reply says it closes the
-                # connection, but the reply is read from it all the same.
-                sock = conn.sock
-                call.attach(sock)
-                response = conn.getresponse()
-            except (ConnectionResetError, BrokenPipeError):  # http.client.RemoteDisconnected included
-                if kept:
-                    raise _Stale from None
-                raise
-            if response.status != 200:
-                start = _read(sock, response, call, _ERROR_BODY, cap=False)
-                raise ExtenderError(_status_error(response, start))
-            if response.length is not None and response.length > MAX_REPLY_BYTES:
-                raise ExtenderError(
-                    f"reply larger than {_size(MAX_REPLY_BYTES)} (Content-Length: {response.length})"
-                )
-            data = _read(sock, response, call, MAX_REPLY_BYTES, cap=True)
-        except BaseException:
-            call.detach()
-            conn.close()
-            if response is not None:
-                response.close()  # it holds the socket when the reply said the connection closes
+            response = await self._client().post(
+                f"{self._prefix}/{verb}",
+                data=body,
+                headers={"Content-Type": "application/json"},
+                server_hostname=self._server_name,
+                trace_request_ctx=ctx,
+            )
+        except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
+            if ctx.reused and _no_reply(exc):
+                raise _Stale from exc
             raise
-        if call.detach() and not response.will_close:
-            self._idle.put(conn)
-        else:
-            conn.close()
-        return data
+        async with response:
+            if response.status != 200:
+                start = await _read(response, _ERROR_BODY, cap=False)
+                raise ExtenderError(_status_error(response, start))
+            length = response.content_length
+            if length is not None and length > MAX_REPLY_BYTES:
+                raise ExtenderError(f"reply larger than {_size(MAX_REPLY_BYTES)} (Content-Length: {length})")
+            return await _read(response, MAX_REPLY_BYTES, cap=True)
 
 
-def _read(
-    sock: socket.socket, response: http.client.HTTPResponse, call: _Call, limit: int, cap: bool
-) -> bytes:
-    """The body, in chunks, each within the time left: at most `limit` bytes; more is an error
-    with `cap`, else the rest is left unread."""
+async def _read(response: aiohttp.ClientResponse, limit: int, cap: bool) -> bytes:
+    """The body, in chunks: at most `limit` bytes; more is an error with `cap`, else left unread."""
     data = bytearray()
     while len(data) <= limit:
-        if response.isclosed():  # read to its end (and the socket closed, when the reply said so)
-            return bytes(data)
-        sock.settimeout(call.time_left())
-        chunk = response.read(min(_CHUNK, limit + 1 - len(data)))
+        chunk = await response.content.read(min(_CHUNK, limit + 1 - len(data)))
         if not chunk:
             return bytes(data)
         data += chunk
@@ -277,7 +206,14 @@ def _read(
     return bytes(data[:limit])
 
 
-def _status_error(response: http.client.HTTPResponse, start: bytes) -> str:
+def _no_reply(exc: BaseException) -> bool:
+    """The server closed the connection (or reset it) before a byte of the reply came."""
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        return True
+    return isinstance(exc, OSError) and exc.errno in (errno.ECONNRESET, errno.EPIPE)
+
+
+def _status_error(response: aiohttp.ClientResponse, start: bytes) -> str:
     """A non-200 reply, with the start of what it said."""
     said = " ".join(start.decode("utf-8", "replace").split())
     reason = _cut(str(response.reason or ""))
@@ -285,24 +221,26 @@ def _status_error(response: http.client.HTTPResponse, start: bytes) -> str:
     return f"{message}: {_cut(said)}" if said else message
 
 
-def _describe(exc: BaseException, timeout: float) -> str:
+def _describe(exc: BaseException) -> str:
     """What went wrong in an exchange, for a person reading an event."""
-    if isinstance(exc, TimeoutError):  # socket.timeout included
-        return f"no reply within {timeout:g}s"
-    if isinstance(exc, ssl.SSLCertVerificationError):
-        return f"TLS: certificate verify failed: {exc.verify_message or exc.reason}"
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        cert = exc.certificate_error
+        said = cert.verify_message if isinstance(cert, ssl.SSLCertVerificationError) else None
+        return f"TLS: certificate verify failed: {said or getattr(cert, 'reason', None) or cert}"
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        exc = exc.os_error
     if isinstance(exc, ssl.SSLError):
         said = _SSL_NOISE.sub("", str(exc.strerror or exc)) or str(exc.reason)
         hint = " (is the server speaking plain HTTP?)" if exc.reason in _NOT_TLS else ""
         return f"TLS: {_cut(said)}{hint}"
     if isinstance(exc, ConnectionRefusedError):
         return "connection refused"
-    if isinstance(exc, http.client.RemoteDisconnected):
+    if _no_reply(exc):
         return "the server closed the connection without a reply"
-    if isinstance(exc, http.client.IncompleteRead):
-        return f"reply cut short: {exc.expected} more bytes were announced"
-    if isinstance(exc, http.client.HTTPException):
-        return f"not a valid HTTP reply: {type(exc).__name__}: {_cut(str(exc))}"
+    if isinstance(exc, aiohttp.ClientPayloadError):
+        return f"reply cut short: {_cut(str(exc))}"
+    if isinstance(exc, aiohttp.ClientResponseError):
+        return f"not a valid HTTP reply: {_cut(exc.message)}"
     if isinstance(exc, OSError) and exc.strerror:
         return f"connection failed: {exc.strerror}"
     return f"connection failed: {_cut(repr(exc))}"

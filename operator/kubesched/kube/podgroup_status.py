@@ -28,6 +28,7 @@ import structlog
 
 from kubesched.kube.client import MERGE_PATCH, Api, request
 from kubesched.kube.events import Send
+from kubesched.kube.retry import backoff_delay
 from kubesched.model.kinds import POD_GROUPS
 from kubesched.telemetry import metrics
 
@@ -184,7 +185,7 @@ class PodGroupStatusWriter:
         else:
             metrics.POD_GROUP_STATUS_WRITES.labels("failed").inc()
             first, most = self._retry_delays
-            delay = min(first * 2**group.refusals, most)
+            delay = backoff_delay(group.refusals, first, most)
             group.refusals += 1
             group.retry_at = time.monotonic() + delay
             log.warning(

@@ -26,6 +26,10 @@ LABEL_SELECTOR_OPERATORS: Final = frozenset({IN, NOT_IN, EXISTS, DOES_NOT_EXIST}
 NODE_SELECTOR_OPERATORS: Final = frozenset({IN, NOT_IN, EXISTS, DOES_NOT_EXIST, GT, LT})
 NODE_FIELD_OPERATORS: Final = frozenset({IN, NOT_IN})
 _NODE_REQUIREMENT: Final = "a node selector requirement"
+# kubectl's label selector syntax, one clause: `k`, `!k`, `k=v`, `k==v`, `k!=v`, `k in (a,b)`, `k notin (a)`.
+_SET_CLAUSE: Final = re.compile(r"^\s*([^\s!=(),]+)\s+(in|notin)\s*\(([^)]*)\)\s*$")
+_EQ_CLAUSE: Final = re.compile(r"^\s*([^\s!=(),]+)\s*(==|=|!=)\s*([^\s!=(),]*)\s*$")
+_KEY_CLAUSE: Final = re.compile(r"^\s*(!?)\s*([^\s!=(),]+)\s*$")
 
 _QNAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 # validation.IsDNS1123Label's pattern (at most 63 characters besides).
@@ -210,6 +214,13 @@ class LabelSelector:
         return cls(tuple(sorted(requirements, key=lambda r: r.key)))
 
     @classmethod
+    def from_string(cls, text: str) -> LabelSelector:
+        """labels.Parse: kubectl's syntax (`app=web,tier!=db,env in (a,b),!legacy`); "" matches everything."""
+        if not text.strip():
+            return EVERYTHING
+        return cls().add([_string_requirement(clause) for clause in _split_clauses(text)])
+
+    @classmethod
     def from_map(cls, labels: Mapping[str, str] | None) -> LabelSelector:
         """labels.SelectorFromSet: equality on every key, not validated; an empty map matches everything."""
         if not labels:
@@ -234,6 +245,36 @@ class LabelSelector:
             if not requirement.matches(labels):
                 return False
         return True
+
+
+def _split_clauses(text: str) -> list[str]:
+    """The clauses between the commas outside parentheses."""
+    clauses: list[str] = []
+    current: list[str] = []
+    depth = 0
+    for char in text:
+        if char == "," and depth == 0:
+            clauses.append("".join(current))
+            current = []
+            continue
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        current.append(char)
+    clauses.append("".join(current))
+    return clauses
+
+
+def _string_requirement(clause: str) -> Requirement:
+    if match := _SET_CLAUSE.match(clause):
+        key, op, values = match.groups()
+        listed = [v.strip() for v in values.split(",") if v.strip()]
+        return Requirement.build(key, IN if op == "in" else NOT_IN, listed)
+    if match := _EQ_CLAUSE.match(clause):
+        key, op, value = match.groups()
+        return Requirement.build(key, NOT_IN if op == "!=" else EQUALS, [value])
+    if match := _KEY_CLAUSE.match(clause):
+        negated, key = match.groups()
+        return Requirement.build(key, DOES_NOT_EXIST if negated else EXISTS, [])
+    raise SelectorError(f"cannot parse {clause.strip()!r}")
 
 
 EVERYTHING: Final = LabelSelector()

@@ -41,14 +41,15 @@ from typing import Any, Final
 
 import yaml
 
-from kubesched.algorithm.extenders import TransportFactory, build_extenders, ignored_resources
+from kubesched.algorithm.extenders import TransportFactory, ignored_resources
 from kubesched.algorithm.generic import Algorithm, WeightedPriority
+from kubesched.model.shape import FieldError, array, boolean, is_int, known_fields, mapping, string
 from kubesched.plugins import registry
-from kubesched.plugins.arguments import ArgumentError
 from kubesched.plugins.framework import PluginSettings, Predicate, Priority
 from kubesched.plugins.node_resources.scoring_strategy import NodeResourcesFitScore
 from kubesched.plugins.node_volume_limits.filtering import KUBE_MAX_PD_VOLS
 from kubesched.plugins.pod_topology_spread.filtering import parse_default_constraints
+from kubesched.policy.extenders import build_extenders
 
 POLICY_KIND: Final = "Policy"
 POLICY_API_VERSIONS: Final = ("v1", "kubescheduler.config.k8s.io/v1")
@@ -59,44 +60,25 @@ NODE_RESOURCES_SCORING: Final = "nodeResourcesScoring"
 # PodTopologySpreadArgs.defaultConstraints with List defaulting: they replace the system defaults.
 DEFAULT_CONSTRAINTS: Final = "podTopologySpreadDefaultConstraints"
 
-_POLICY_FIELDS: Final = frozenset(
-    {
-        "kind",
-        "apiVersion",
-        "predicates",
-        "priorities",
-        "extenders",
-        "hardPodAffinitySymmetricWeight",
-        "alwaysCheckAllPredicates",
-        "percentageOfNodesToScore",
-        NODE_RESOURCES_SCORING,
-        DEFAULT_CONSTRAINTS,
-    }
+_POLICY_FIELDS: Final = (
+    "kind",
+    "apiVersion",
+    "predicates",
+    "priorities",
+    "extenders",
+    "hardPodAffinitySymmetricWeight",
+    "alwaysCheckAllPredicates",
+    "percentageOfNodesToScore",
+    NODE_RESOURCES_SCORING,
+    DEFAULT_CONSTRAINTS,
 )
-_PREDICATE_FIELDS: Final = frozenset({"name", "argument"})
-_PRIORITY_FIELDS: Final = frozenset({"name", "weight", "argument"})
+_PREDICATE_FIELDS: Final = ("name", "argument")
+_PRIORITY_FIELDS: Final = ("name", "weight", "argument")
 
 
-class PolicyError(ValueError):
-    """An invalid policy; `field` is the path of the offending field, e.g. `predicates[2].name`."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.field, self.message))
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _check_fields(entry: Mapping[str, Any], allowed: frozenset[str], path: str) -> None:
-    for key in entry:
-        if key not in allowed:
-            raise PolicyError(f"{path}.{key}" if path else str(key), "unknown field")
+# An invalid policy: the shape kit's one error, under the name its callers catch; `field` is the
+# path of the offending field, e.g. `predicates[2].name`.
+PolicyError = FieldError
 
 
 def _check_header(spec: Mapping[str, Any]) -> None:
@@ -109,21 +91,14 @@ def _check_header(spec: Mapping[str, Any]) -> None:
         raise PolicyError("apiVersion", f"must be one of {allowed}, got {api_version!r}")
 
 
-def _name(entry: Any, path: str, allowed: frozenset[str]) -> str:
-    if not isinstance(entry, Mapping):
-        raise PolicyError(path, f"must be an object with a name, got {entry!r}")
-    _check_fields(entry, allowed, path)
-    name = entry.get("name")
-    if not isinstance(name, str) or not name:
-        raise PolicyError(f"{path}.name", f"must be a non-empty string, got {name!r}")
-    return name
+def _name(entry: Any, path: str, accepted: tuple[str, ...]) -> str:
+    entry = known_fields(mapping(entry, path, expected="an object with a name"), accepted, path)
+    return string(entry.get("name"), f"{path}.name")
 
 
 def _argument(entry: Mapping[str, Any], path: str) -> Mapping[str, Any] | None:
     argument = entry.get("argument")
-    if argument is not None and not isinstance(argument, Mapping):
-        raise PolicyError(f"{path}.argument", f"must be an object, got {argument!r}")
-    return argument
+    return None if argument is None else mapping(argument, f"{path}.argument")
 
 
 def _accepted(names: list[str]) -> str:
@@ -163,9 +138,9 @@ def _custom_argument(
     return target, key, argument[key]
 
 
-def _argument_error(path: str, exc: ArgumentError) -> PolicyError:
+def _argument_error(path: str, exc: FieldError) -> FieldError:
     """The factory's error, its field put under the entry's `argument`."""
-    return PolicyError(f"{path}.argument.{exc.field}" if exc.field else f"{path}.argument", exc.message)
+    return exc.under(f"{path}.argument")
 
 
 def _weight(entry: Mapping[str, Any], path: str, name: str) -> int:
@@ -182,7 +157,7 @@ class _EntryList:
 
     field: str  # "predicates" or "priorities"
     noun: str  # "predicate" or "priority"
-    entry_fields: frozenset[str]
+    entry_fields: tuple[str, ...]
     factories: Mapping[str, Any]
     aliases: Mapping[str, str]
     arguments: Mapping[str, str]  # argument key -> the registry entry a custom entry configures
@@ -223,11 +198,9 @@ class _Entry:
 
 def _parse_entries(raw: Any, kind: _EntryList) -> list[_Entry]:
     """Validate a `predicates` or `priorities` list entry by entry; raises PolicyError."""
-    if not isinstance(raw, list):
-        raise PolicyError(kind.field, f"must be a list, got {raw!r}")
     entries: list[_Entry] = []
     first_index: dict[str, int] = {}
-    for i, entry in enumerate(raw):
+    for i, entry in enumerate(array(raw, kind.field)):
         path = f"{kind.field}[{i}]"
         given = _name(entry, path, kind.entry_fields)
         argument = _argument(entry, path)
@@ -294,7 +267,7 @@ def _compile_predicates(raw: Any, settings: PluginSettings) -> tuple[tuple[Predi
                     else:
                         position[predicate.name] = len(filters)
                         filters.append(predicate)
-            except ArgumentError as exc:
+            except FieldError as exc:
                 raise _argument_error(path, exc) from exc
     return tuple(filters), tuple(names)
 
@@ -345,7 +318,7 @@ def _compile_priorities(
         path = f"priorities[{index}]"
         try:
             priority = registry.PRIORITIES[name](value, settings)
-        except ArgumentError as exc:
+        except FieldError as exc:
             raise _argument_error(path, exc) from exc
         plugin = priority.plugin or priority.name
         group = groups.get(plugin)
@@ -354,7 +327,7 @@ def _compile_priorities(
             continue
         try:
             group.priority = group.priority.merge(priority)
-        except ArgumentError as exc:
+        except FieldError as exc:
             message = f'priority "{shown}" {exc.message}, from: "{group.names[0]}"'
             raise PolicyError(f"{path}.argument", message) from exc
         group.weights.append(weight)
@@ -374,14 +347,12 @@ def _node_resources_scoring(raw: Any) -> WeightedPriority | None:
     """`nodeResourcesScoring` ({weight, type, resources, shape}) as a weighted priority; None when absent."""
     if raw is None:
         return None
-    if not isinstance(raw, Mapping):
-        raise PolicyError(NODE_RESOURCES_SCORING, f"must be an object, got {raw!r}")
+    raw = mapping(raw, NODE_RESOURCES_SCORING)
     weight = _weight(raw, NODE_RESOURCES_SCORING, NodeResourcesFitScore.name)
     try:
         priority = NodeResourcesFitScore.from_argument({k: v for k, v in raw.items() if k != "weight"})
-    except ArgumentError as exc:
-        field = f"{NODE_RESOURCES_SCORING}.{exc.field}" if exc.field else NODE_RESOURCES_SCORING
-        raise PolicyError(field, exc.message) from exc
+    except FieldError as exc:
+        raise exc.under(NODE_RESOURCES_SCORING) from exc
     return WeightedPriority(priority, weight)
 
 
@@ -389,7 +360,8 @@ def _bounded_int(spec: Mapping[str, Any], field: str, low: int, high: int) -> in
     value = spec.get(field)
     if value is None:
         return 0
-    if not _is_int(value) or not low <= value <= high:
+    if not is_int(value) or not low <= value <= high:
+        # kube-scheduler's own wording for these two fields
         raise PolicyError(field, f"not in valid range [{low}-{high}], got {value!r}")
     return int(value)
 
@@ -398,8 +370,8 @@ def _default_constraints(raw: Any) -> tuple[Mapping[str, Any], ...]:
     """The policy's podTopologySpreadDefaultConstraints, validated; raises PolicyError."""
     try:
         parse_default_constraints(raw)
-    except ArgumentError as exc:
-        raise PolicyError(f"{DEFAULT_CONSTRAINTS}{exc.field}", exc.message) from exc
+    except FieldError as exc:
+        raise exc.under(DEFAULT_CONSTRAINTS) from exc
     return tuple(raw or ())
 
 
@@ -418,19 +390,17 @@ def compile_policy(
     """
     if not isinstance(spec, Mapping):
         raise PolicyError("policy", f"must be an object, got {type(spec).__name__}")
-    _check_fields(spec, _POLICY_FIELDS, "")
+    known_fields(spec, _POLICY_FIELDS)
     _check_header(spec)
 
     try:
         extenders = build_extenders(spec.get("extenders"), transport)
-    except ArgumentError as exc:
-        raise PolicyError(f"extenders{exc.field}" if exc.field else "extenders", exc.message) from exc
-
-    always_check_all = spec.get("alwaysCheckAllPredicates", False)
-    if always_check_all is None:
-        always_check_all = False
-    if not isinstance(always_check_all, bool):
-        raise PolicyError("alwaysCheckAllPredicates", f"must be true or false, got {always_check_all!r}")
+    except FieldError as exc:
+        raise exc.under("extenders") from exc
+    always_check_all = spec.get("alwaysCheckAllPredicates")
+    always_check_all = (
+        False if always_check_all is None else boolean(always_check_all, "alwaysCheckAllPredicates")
+    )
 
     # 0 (or absent) means "not set" in 1.20, which then uses the default of 1.
     hard_weight = _bounded_int(spec, "hardPodAffinitySymmetricWeight", 0, 100)
@@ -453,7 +423,7 @@ def compile_policy(
     return Algorithm(
         predicates=filters,
         priorities=weighted,
-        always_check_all_predicates=always_check_all,
+        always_check_all_predicates=bool(always_check_all),
         hard_pod_affinity_symmetric_weight=settings.hard_pod_affinity_symmetric_weight,
         percentage_of_nodes_to_score=percentage,
         predicate_names=predicate_names,

@@ -28,6 +28,7 @@ from typing import Any, Final
 import yaml
 
 from kubesched.model.resources import CPU, MEMORY
+from kubesched.model.shape import array, integer, mapping, string
 from kubesched.plugins import registry
 from kubesched.plugins.node_resources.scoring_strategy import (
     LEAST_ALLOCATED,
@@ -181,39 +182,15 @@ def parse_configuration_text(text: str) -> dict[str, Any] | None:
     return document if is_kubescheduler_configuration(document) else None
 
 
-def _object(value: Any, path: str) -> Mapping[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise PolicyError(path, f"must be an object, got {value!r}")
-    return value
-
-
-def _list(value: Any, path: str) -> list[Any]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise PolicyError(path, f"must be a list, got {value!r}")
-    return value
-
-
-def _int(value: Any, path: str, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise PolicyError(path, f"must be an integer in [{low}, {high}], got {value!r}")
-    return value
-
-
 def _plugin_list(raw: Any, path: str) -> list[tuple[str, int | None]]:
     """A PluginSet's `enabled` or `disabled`: (name, weight or None) in order."""
     plugins: list[tuple[str, int | None]] = []
-    for i, entry in enumerate(_list(raw, path)):
-        entry = _object(entry, f"{path}[{i}]")
-        name = entry.get("name")
-        if not isinstance(name, str) or not name:
-            raise PolicyError(f"{path}[{i}].name", f"must be a non-empty string, got {name!r}")
+    for i, entry in enumerate(array(raw, path, null_ok=True)):
+        entry = mapping(entry, f"{path}[{i}]", null_ok=True)
+        name = string(entry.get("name"), f"{path}[{i}].name")
         weight = entry.get("weight")
         if weight is not None:
-            weight = _int(weight, f"{path}[{i}].weight", 0, 2**31 - 1)
+            weight = integer(weight, f"{path}[{i}].weight", 0, 2**31 - 1)
         plugins.append((name, weight or None))
     return plugins
 
@@ -225,7 +202,7 @@ class _PluginSet:
 
 
 def _plugin_set(plugins: Mapping[str, Any], point: str, path: str) -> _PluginSet:
-    raw = _object(plugins.get(point), f"{path}.{point}")
+    raw = mapping(plugins.get(point), f"{path}.{point}", null_ok=True)
     enabled = _plugin_list(raw.get("enabled"), f"{path}.{point}.enabled")
     disabled = {name for name, _ in _plugin_list(raw.get("disabled"), f"{path}.{point}.disabled")}
     return _PluginSet(enabled, disabled)
@@ -261,26 +238,24 @@ def _point(
 def _args(plugin_config: Any, path: str) -> dict[str, tuple[str, Mapping[str, Any]]]:
     """pluginConfig: plugin name -> (path of its args, args without apiVersion and kind)."""
     found: dict[str, tuple[str, Mapping[str, Any]]] = {}
-    for i, entry in enumerate(_list(plugin_config, path)):
-        entry = _object(entry, f"{path}[{i}]")
-        name = entry.get("name")
-        if not isinstance(name, str) or not name:
-            raise PolicyError(f"{path}[{i}].name", f"must be a non-empty string, got {name!r}")
+    for i, entry in enumerate(array(plugin_config, path, null_ok=True)):
+        entry = mapping(entry, f"{path}[{i}]", null_ok=True)
+        name = string(entry.get("name"), f"{path}[{i}].name")
         if name in found:
             raise PolicyError(f"{path}[{i}].name", f"repeated config for plugin {name}")
-        args = _object(entry.get("args"), f"{path}[{i}].args")
+        args = mapping(entry.get("args"), f"{path}[{i}].args", null_ok=True)
         found[name] = (f"{path}[{i}].args", {k: v for k, v in args.items() if k not in _ARGS_HEADER})
     return found
 
 
 def _resources(raw: Any, path: str) -> list[dict[str, Any]]:
     resources: list[dict[str, Any]] = []
-    for i, entry in enumerate(_list(raw, path)):
-        entry = _object(entry, f"{path}[{i}]")
-        name = entry.get("name")
-        if not isinstance(name, str) or not name:
-            raise PolicyError(f"{path}[{i}].name", f"must be a non-empty string, got {name!r}")
-        resources.append({"name": name, "weight": _int(entry.get("weight"), f"{path}[{i}].weight", 1, 100)})
+    for i, entry in enumerate(array(raw, path, null_ok=True)):
+        entry = mapping(entry, f"{path}[{i}]", null_ok=True)
+        name = string(entry.get("name"), f"{path}[{i}].name")
+        resources.append(
+            {"name": name, "weight": integer(entry.get("weight"), f"{path}[{i}].weight", 1, 100)}
+        )
     return resources
 
 
@@ -304,7 +279,7 @@ def _node_resources_fit(
             profile.report(f"{path}.{key}", "this NodeResourcesFit argument", "not converted")
     if weight is None:
         return None, None
-    strategy = _object(raw.get("scoringStrategy"), f"{path}.scoringStrategy")
+    strategy = mapping(raw.get("scoringStrategy"), f"{path}.scoringStrategy", null_ok=True)
     kind = strategy.get("type") or LEAST_ALLOCATED
     if kind not in STRATEGIES:
         raise PolicyError(
@@ -320,9 +295,10 @@ def _node_resources_fit(
     scoring: dict[str, Any] = {"weight": weight, "type": kind, "resources": resources}
     if kind == REQUESTED_TO_CAPACITY_RATIO:
         ratio_path = f"{path}.scoringStrategy.requestedToCapacityRatio"
-        ratio = _object(strategy.get("requestedToCapacityRatio"), ratio_path)
+        ratio = mapping(strategy.get("requestedToCapacityRatio"), ratio_path, null_ok=True)
         scoring["shape"] = [
-            dict(_object(p, ratio_path)) for p in _list(ratio.get("shape"), f"{ratio_path}.shape")
+            dict(mapping(p, ratio_path, null_ok=True))
+            for p in array(ratio.get("shape"), f"{ratio_path}.shape", null_ok=True)
         ]
     return None, scoring
 
@@ -338,7 +314,7 @@ def _pod_topology_spread(
     defaulting = raw.get("defaultingType") or "System"
     if defaulting not in ("System", "List"):
         raise PolicyError(f"{path}.defaultingType", f'must be "System" or "List", got {defaulting!r}')
-    constraints = _list(raw.get("defaultConstraints"), f"{path}.defaultConstraints")
+    constraints = array(raw.get("defaultConstraints"), f"{path}.defaultConstraints", null_ok=True)
     if defaulting == "System" and constraints:
         raise PolicyError(f"{path}.defaultConstraints", 'must be empty for defaultingType "System"')
     return defaulting == "System", constraints
@@ -362,7 +338,7 @@ def _convert_profile(
     raw_profile: Any, index: int, version: str, global_percentage: Any
 ) -> tuple[str, dict[str, Any], list[Unconverted]]:
     path = f"profiles[{index}]"
-    raw = _object(raw_profile, path)
+    raw = mapping(raw_profile, path, null_ok=True)
     profile = _Profile()
     for key in raw:
         if key not in _PROFILE_FIELDS[version]:
@@ -372,7 +348,7 @@ def _convert_profile(
         raise PolicyError(f"{path}.schedulerName", f"must be a string, got {scheduler_name!r}")
 
     plugins_path = f"{path}.plugins"
-    plugins = _object(raw.get("plugins"), plugins_path)
+    plugins = mapping(raw.get("plugins"), plugins_path, null_ok=True)
     for key in plugins:
         if key not in _EXTENSION_POINTS:
             profile.report(
@@ -444,7 +420,7 @@ def _convert_profile(
         affinity_path, affinity = args["InterPodAffinity"]
         for key, value in affinity.items():
             if key == "hardPodAffinityWeight":
-                spec["hardPodAffinitySymmetricWeight"] = _int(value, f"{affinity_path}.{key}", 0, 100)
+                spec["hardPodAffinitySymmetricWeight"] = integer(value, f"{affinity_path}.{key}", 0, 100)
             elif key == "ignorePreferredTermsOfExistingPods":
                 if value:
                     profile.report(
@@ -465,7 +441,7 @@ def _convert_profile(
     else:
         where = f"{path}.percentageOfNodesToScore"
     if percentage is not None:
-        spec["percentageOfNodesToScore"] = _int(percentage, where, 0, 100)
+        spec["percentageOfNodesToScore"] = integer(percentage, where, 0, 100)
     return scheduler_name, spec, profile.unconverted
 
 
@@ -501,14 +477,14 @@ def convert_configuration(document: Mapping[str, Any]) -> tuple[list[ConvertedPr
             common.append(Unconverted(key, f"a field unknown to {version}", "remove it"))
     global_percentage = document.get("percentageOfNodesToScore")
     if global_percentage is not None:
-        _int(global_percentage, "percentageOfNodesToScore", 0, 100)
+        integer(global_percentage, "percentageOfNodesToScore", 0, 100)
     # Extenders have the legacy Policy's shape (httpTimeout as a duration string is accepted too).
     extenders = [
-        dict(_object(e, f"extenders[{i}]"))
-        for i, e in enumerate(_list(document.get("extenders"), "extenders"))
+        dict(mapping(e, f"extenders[{i}]", null_ok=True))
+        for i, e in enumerate(array(document.get("extenders"), "extenders", null_ok=True))
     ]
 
-    raw_profiles = _list(document.get("profiles"), "profiles") or [{}]
+    raw_profiles = array(document.get("profiles"), "profiles", null_ok=True) or [{}]
     converted: list[ConvertedProfile] = []
     every: list[Unconverted] = list(common)
     seen: dict[str, int] = {}

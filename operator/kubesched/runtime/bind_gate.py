@@ -9,6 +9,7 @@ One probe asks the API server, with exponential backoff, and opens the gate when
 from __future__ import annotations
 
 import asyncio
+import itertools
 import random
 import time
 from collections.abc import Awaitable, Callable
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 
 import structlog
 
+from kubesched.kube.retry import backoff_delay
 from kubesched.telemetry import metrics
 
 log = structlog.get_logger(__name__)
@@ -33,15 +35,8 @@ class ProbeBackoff:
 
     def delays(self, rng: random.Random) -> Callable[[], float]:
         """The next delay, on each call."""
-        current = self.initial
-
-        def following() -> float:
-            nonlocal current
-            delay = current + rng.uniform(0.0, self.jitter * current)
-            current = min(current * 2.0, self.maximum)
-            return delay
-
-        return following
+        failures = itertools.count()
+        return lambda: backoff_delay(next(failures), self.initial, self.maximum, self.jitter, rng)
 
 
 class BindGate:

@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from kubesched.kube.retry import backoff_delay
 from kubesched.model.objects import Pod
 from kubesched.model.podgroup import group_key
 from kubesched.plugins.scheduling_gates import pre_enqueue
@@ -323,8 +324,10 @@ class SchedulingQueue:
         return True
 
     def _backoff_expiry(self, entry: QueuedPod) -> float:
-        duration: float = self.settings.initial_backoff * 2.0 ** max(entry.attempts - 1, 0)
-        return entry.last_attempt + min(duration, self.settings.max_backoff)
+        settings = self.settings
+        return entry.last_attempt + backoff_delay(
+            entry.attempts - 1, settings.initial_backoff, settings.max_backoff
+        )
 
     def _hold(self, entry: QueuedPod, pod: Pod) -> None:
         entry.pod = pod

@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from kubesched.algorithm.batch import Outcome, schedule_batch
-from kubesched.algorithm.extenders import ExtenderError, TransportFactory, run_filters
+from kubesched.algorithm.extender_wire import ExtenderError
+from kubesched.algorithm.extenders import TransportFactory, run_filters
 from kubesched.algorithm.gang import GangFitError, GangState
 from kubesched.algorithm.generic import (
     Algorithm,

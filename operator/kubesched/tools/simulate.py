@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 import statistics
 import sys
 from collections.abc import Mapping, Sequence
@@ -58,14 +57,8 @@ from kubesched.model.podgroup import (
     pod_group_from_dict,
 )
 from kubesched.model.selectors import (
-    DOES_NOT_EXIST,
-    EQUALS,
     EVERYTHING,
-    EXISTS,
-    IN,
-    NOT_IN,
     LabelSelector,
-    Requirement,
     SelectorError,
 )
 from kubesched.policy.compile import PolicyError, compile_policy
@@ -76,10 +69,6 @@ from kubesched.tools.table import table
 PENDING: Final = "pending"
 REPLAY: Final = "replay"
 DEFAULT_SEED: Final = 0
-# kubectl's label selector syntax, one clause: `k`, `!k`, `k=v`, `k==v`, `k!=v`, `k in (a,b)`, `k notin (a)`.
-_SET_CLAUSE: Final = re.compile(r"^\s*([^\s!=(),]+)\s+(in|notin)\s*\(([^)]*)\)\s*$")
-_EQ_CLAUSE: Final = re.compile(r"^\s*([^\s!=(),]+)\s*(==|=|!=)\s*([^\s!=(),]*)\s*$")
-_KEY_CLAUSE: Final = re.compile(r"^\s*(!?)\s*([^\s!=(),]+)\s*$")
 
 
 class SimulateError(ValueError):
@@ -118,45 +107,11 @@ def read_candidate(
 
 
 def parse_label_selector(text: str) -> LabelSelector:
-    """A label selector in kubectl's syntax (`app=web,tier!=db,env in (a,b),!legacy`)."""
-    if not text.strip():
-        return EVERYTHING
-    requirements = []
-    for clause in _split_clauses(text):
-        try:
-            requirements.append(_requirement(clause))
-        except SelectorError as exc:
-            raise SimulateError(f"--pods {text!r}: {exc}") from exc
-    return EVERYTHING.add(requirements)
-
-
-def _split_clauses(text: str) -> list[str]:
-    clauses: list[str] = []
-    current: list[str] = []
-    depth = 0
-    for char in text:
-        if char == "," and depth == 0:
-            clauses.append("".join(current))
-            current = []
-            continue
-        depth += {"(": 1, ")": -1}.get(char, 0)
-        current.append(char)
-    clauses.append("".join(current))
-    return clauses
-
-
-def _requirement(clause: str) -> Requirement:
-    if match := _SET_CLAUSE.match(clause):
-        key, op, values = match.groups()
-        listed = [v.strip() for v in values.split(",") if v.strip()]
-        return Requirement.build(key, IN if op == "in" else NOT_IN, listed)
-    if match := _EQ_CLAUSE.match(clause):
-        key, op, value = match.groups()
-        return Requirement.build(key, NOT_IN if op == "!=" else EQUALS, [value])
-    if match := _KEY_CLAUSE.match(clause):
-        negated, key = match.groups()
-        return Requirement.build(key, DOES_NOT_EXIST if negated else EXISTS, [])
-    raise SelectorError(f"cannot parse {clause.strip()!r}")
+    """`--pods`: a label selector in kubectl's syntax; SimulateError when it is not one."""
+    try:
+        return LabelSelector.from_string(text)
+    except SelectorError as exc:
+        raise SimulateError(f"--pods {text!r}: {exc}") from exc
 
 
 # ------------------------------------------------------------------------------------- the work

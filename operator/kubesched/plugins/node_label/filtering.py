@@ -12,7 +12,8 @@ from typing import Any, Self
 
 from kubesched.model.nodeinfo import NodeInfo
 from kubesched.model.objects import Pod
-from kubesched.plugins.arguments import ArgumentError, check_fields, label_list, require_bool
+from kubesched.model.shape import boolean, known_fields
+from kubesched.plugins.arguments import ArgumentError, label_list
 from kubesched.plugins.framework import FITS, Predicate
 
 ERR_REASON_PRESENCE_VIOLATED = "node(s) didn't have the requested labels"
@@ -52,9 +53,9 @@ class CheckNodeLabelPresence(LabelPresence, Predicate):
     @classmethod
     def from_argument(cls, argument: Mapping[str, Any]) -> CheckNodeLabelPresence:
         """One policy entry's `labelsPresence`: {"labels": [...], "presence": true|false}."""
-        check_fields(argument, ("labels", "presence"))
+        known_fields(argument, ("labels", "presence"))
         labels = label_list(argument.get("labels"), "labels")
-        if require_bool(argument.get("presence", False), "presence"):
+        if boolean(argument.get("presence", False), "presence"):
             return cls(present=labels)
         return cls(absent=labels)
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from kubesched.model.nodeinfo import NodeInfo
 from kubesched.model.objects import Pod
-from kubesched.plugins.arguments import check_fields, require_bool, require_str
+from kubesched.model.shape import boolean, known_fields, string
 from kubesched.plugins.framework import MAX_NODE_SCORE, Priority
 from kubesched.plugins.node_label.filtering import LabelPresence
 
@@ -26,9 +26,9 @@ class NodeLabelPriority(LabelPresence, Priority):
     @classmethod
     def from_argument(cls, argument: Mapping[str, Any]) -> NodeLabelPriority:
         """One entry's `labelPreference`: {"label": "...", "presence": true|false}."""
-        check_fields(argument, ("label", "presence"))
-        label = require_str(argument.get("label"), "label")
-        if require_bool(argument.get("presence", False), "presence"):
+        known_fields(argument, ("label", "presence"))
+        label = string(argument.get("label"), "label")
+        if boolean(argument.get("presence", False), "presence"):
             return cls(present=(label,))
         return cls(absent=(label,))
 

@@ -17,7 +17,8 @@ from typing import Any
 
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
-from kubesched.plugins.arguments import ArgumentError, check_fields, require_int, require_object
+from kubesched.model.shape import integer, known_fields, mapping
+from kubesched.plugins.arguments import ArgumentError
 from kubesched.plugins.framework import MAX_NODE_SCORE, Priority
 from kubesched.plugins.helper import go_div
 from kubesched.plugins.node_resources.resource_allocation import (
@@ -47,10 +48,10 @@ def parse_shape(raw: Any) -> tuple[tuple[int, int], ...]:
         raise ArgumentError("shape", "at least one point must be specified")
     points: list[tuple[int, int]] = []
     for i, point in enumerate(raw):
-        point = require_object(point, f"shape[{i}]")
-        check_fields(point, ("utilization", "score"), f"shape[{i}]")
-        utilization = require_int(point.get("utilization", 0), f"shape[{i}].utilization")
-        score = require_int(point.get("score", 0), f"shape[{i}].score")
+        point = mapping(point, f"shape[{i}]")
+        known_fields(point, ("utilization", "score"), f"shape[{i}]")
+        utilization = integer(point.get("utilization", 0), f"shape[{i}].utilization")
+        score = integer(point.get("score", 0), f"shape[{i}].score")
         if not 0 <= utilization <= MAX_UTILIZATION:
             raise ArgumentError(
                 f"shape[{i}].utilization", f"must be in 0..{MAX_UTILIZATION}, got {utilization}"
@@ -78,7 +79,7 @@ class RequestedToCapacityRatioPriority(Priority):
 
     @classmethod
     def from_argument(cls, argument: Mapping[str, Any]) -> RequestedToCapacityRatioPriority:
-        check_fields(argument, ("shape", "resources"))
+        known_fields(argument, ("shape", "resources"))
         # 1.20's ValidateRequestedToCapacityRatioArgs: an empty list as none, no upper bound.
         resources = parse_resources(
             argument.get("resources"), empty_is_default=True, default_weight=0, max_weight=None, unique=False

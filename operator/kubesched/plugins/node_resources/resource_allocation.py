@@ -11,8 +11,9 @@ from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
 from kubesched.model.quantity import milli_value, parse_quantity, value
 from kubesched.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource_name
+from kubesched.model.shape import integer, known_fields, mapping, string
 from kubesched.model.table import IntArray, NodeTable, representable
-from kubesched.plugins.arguments import ArgumentError, check_fields, require_int, require_object, require_str
+from kubesched.plugins.arguments import ArgumentError
 from kubesched.plugins.framework import Priority
 
 # A `resources` argument left out: cpu and memory weighing 1 each.
@@ -121,10 +122,10 @@ def parse_resources(
         raise ArgumentError("resources", f"must be {expected}, got {raw!r}")
     found: dict[str, int] = {}
     for i, entry in enumerate(raw):
-        entry = require_object(entry, f"resources[{i}]")
-        check_fields(entry, ("name", "weight"), f"resources[{i}]")
-        name = require_str(entry.get("name"), f"resources[{i}].name")
-        weight = require_int(entry.get("weight", default_weight), f"resources[{i}].weight")
+        entry = mapping(entry, f"resources[{i}]")
+        known_fields(entry, ("name", "weight"), f"resources[{i}]")
+        name = string(entry.get("name"), f"resources[{i}].name")
+        weight = integer(entry.get("weight", default_weight), f"resources[{i}].weight")
         if max_weight is None and weight < 1:
             raise ArgumentError(
                 f"resources[{i}].weight", f"resource {name} weight {weight} must not be less than 1"

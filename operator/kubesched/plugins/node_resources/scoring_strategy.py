@@ -24,7 +24,8 @@ from typing import Any, Final, Literal
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
 from kubesched.model.resources import CPU, MEMORY, is_scalar_resource_name
-from kubesched.plugins.arguments import ArgumentError, check_fields
+from kubesched.model.shape import known_fields
+from kubesched.plugins.arguments import ArgumentError
 from kubesched.plugins.framework import MAX_NODE_SCORE, Priority
 from kubesched.plugins.node_resources.least_allocated import least_requested_score
 from kubesched.plugins.node_resources.requested_to_capacity_ratio import (
@@ -84,7 +85,7 @@ class NodeResourcesFitScore(Priority):
     @classmethod
     def from_argument(cls, argument: Mapping[str, Any]) -> NodeResourcesFitScore:
         """From a policy's `nodeResourcesScoring` without its `weight`; raises ArgumentError."""
-        check_fields(argument, FIELDS)
+        known_fields(argument, FIELDS)
         strategy = argument.get("type")
         if strategy not in STRATEGIES:
             raise ArgumentError("type", f"must be one of {', '.join(STRATEGIES)}, got {strategy!r}")

@@ -14,7 +14,8 @@ from typing import Any
 
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
-from kubesched.plugins.arguments import check_fields, label_list
+from kubesched.model.shape import known_fields
+from kubesched.plugins.arguments import label_list
 from kubesched.plugins.framework import FITS, SKIP, Predicate
 from kubesched.plugins.helper import map_selects, pod_services
 
@@ -42,7 +43,7 @@ class CheckServiceAffinity(Predicate):
     @classmethod
     def from_argument(cls, argument: Mapping[str, Any]) -> CheckServiceAffinity:
         """One policy entry's `serviceAffinity`: {"labels": [...]}."""
-        check_fields(argument, ("labels",))
+        known_fields(argument, ("labels",))
         return cls(label_list(argument.get("labels"), "labels"))
 
     def merge(self, other: Predicate) -> Predicate:

@@ -17,7 +17,7 @@ from typing import Any
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
 from kubesched.model.selectors import LabelSelector
-from kubesched.plugins.arguments import check_fields, require_str
+from kubesched.model.shape import known_fields, string
 from kubesched.plugins.framework import MAX_NODE_SCORE, Priority
 from kubesched.plugins.helper import pod_services
 
@@ -33,8 +33,8 @@ class ServiceAntiAffinityPriority(Priority):
     @classmethod
     def from_argument(cls, argument: Mapping[str, Any]) -> ServiceAntiAffinityPriority:
         """One entry's `serviceAntiAffinity`: {"label": "..."}."""
-        check_fields(argument, ("label",))
-        return cls((require_str(argument.get("label"), "label"),))
+        known_fields(argument, ("label",))
+        return cls((string(argument.get("label"), "label"),))
 
     def merge(self, other: Priority) -> Priority:
         assert isinstance(other, ServiceAntiAffinityPriority)
