@@ -107,6 +107,7 @@ async def run_scheduler(settings: RunSettings, *, early: EarlyListings | None = 
         conf.connection_pool_maxsize = settings.scheduling.bind_concurrency + SPARE_CONNECTIONS
         ended = await _start(stack, settings, algorithm, conf, early, stopping)
         failed = await ended
+    log.info("stopped")
     if failed:
         sys.exit(1)
 
