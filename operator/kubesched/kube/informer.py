@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -37,6 +36,7 @@ from kubesched.kube.listing import (
     list_versioned,
     uid_of,
 )
+from kubesched.kube.retry import backoff_delay
 
 log = structlog.get_logger(__name__)
 
@@ -165,7 +165,7 @@ class Informer:
             except Exception as exc:  # the API server may be away: never give up on the pods
                 failures += 1
                 self.failures += 1
-                delay = min(self.max_backoff, 0.2 * 2**failures) * random.uniform(0.5, 1.0)
+                delay = backoff_delay(failures, 0.2, self.max_backoff, jitter=-0.5)
                 log.warning("watch_failed", path=self.path, error=repr(exc), retry_in=round(delay, 2))
                 await asyncio.sleep(delay)
 
