@@ -1,3 +1,3 @@
-from kubesched.launch import main
+from kubesched.cli import main
 
 main()

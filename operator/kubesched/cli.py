@@ -155,12 +155,9 @@ _table_or_json_option: Final = click.option(
 def run(**flags: Any) -> None:
     """Run the scheduler."""
     from kubesched.app.tuning import hold_gc, share_gil
-    from kubesched.kube import early_listing
 
     hold_gc()  # from the first import until every listed pod is fed (app/run.py)
     share_gil()
-    # Sent before the imports below, the longest part of the start, if launch.py has not already.
-    early = early_listing.begun(flags.get("kubeconfig"))
     from kubesched.app.settings import RunSettings
 
     settings = RunSettings.from_flags(flags)
@@ -189,7 +186,7 @@ def run(**flags: Any) -> None:
 
     try:
         with event_loop(settings.process.event_loop):
-            asyncio.run(run_scheduler(settings, early=early))
+            asyncio.run(run_scheduler(settings))
     except PolicyError as exc:
         # Most messages of a policy file name it already.
         text, where = str(exc), str(scheduling.policy_config_file)

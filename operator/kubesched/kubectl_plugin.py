@@ -152,7 +152,7 @@ def _read_kubeconfigs(paths: Sequence[str]) -> tuple[str | None, dict[str, Mappi
 
 def _in_cluster_namespace() -> str | None:
     """The namespace of the pod this runs in, when it runs in one (as kubectl reads it there)."""
-    from kubesched.kube.early_listing import IN_CLUSTER_TOKEN
+    from kubesched.kube.kubeconfig import IN_CLUSTER_TOKEN
 
     try:
         return IN_CLUSTER_TOKEN.with_name("namespace").read_text(encoding="utf-8").strip() or None
@@ -257,7 +257,7 @@ def emit(flags: GlobalFlags, output: str | None, as_dict: Mapping[str, Any], tex
 
 def _require_cluster(target: Target) -> None:
     """Refuse a target that names no cluster: a kubeconfig context, or the pod this runs in."""
-    from kubesched.kube.early_listing import IN_CLUSTER_TOKEN
+    from kubesched.kube.kubeconfig import IN_CLUSTER_TOKEN
 
     if target.kubeconfig is None and not IN_CLUSTER_TOKEN.exists():
         where = os.environ.get("KUBECONFIG") or DEFAULT_KUBECONFIG

@@ -162,7 +162,7 @@ def test_the_image_runs_what_the_deployment_expects(control_plane: LocalControlP
     dockerfile = (REPO / "Dockerfile").read_text()
     (entrypoint,) = re.findall(r"^ENTRYPOINT (.+)$", dockerfile, re.M)
     assert json.loads(entrypoint) == ["kubesched", "run"]
-    assert 'kubesched = "kubesched.launch:main"' in (REPO / "pyproject.toml").read_text()
+    assert 'kubesched = "kubesched.cli:main"' in (REPO / "pyproject.toml").read_text()
     pod = one(built(control_plane), "Deployment")["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     assert "command" not in container and all(a.startswith("--") for a in container["args"])

@@ -9,7 +9,7 @@ import pytest
 from kubernetes_asyncio import client
 
 from kubesched.kube.client import api_client, from_generated
-from kubesched.kube.early_listing import environment_proxy
+from kubesched.kube.kubeconfig import environment_proxy
 
 
 def test_a_proxy_comes_from_the_environment_unless_no_proxy_exempts_the_host(

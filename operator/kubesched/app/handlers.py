@@ -17,7 +17,7 @@ from typing import Any
 import kopf
 
 from kubesched.kube.client import Configuration
-from kubesched.kube.early_listing import LIST_PAGE
+from kubesched.kube.listing import LIST_PAGE
 from kubesched.policy.controller import PolicyController
 from kubesched.policy.store import API_GROUP, API_VERSION, PLURAL
 

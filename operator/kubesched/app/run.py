@@ -33,10 +33,9 @@ from kubesched.algorithm.generic import Algorithm
 from kubesched.app.discovery import served_kinds
 from kubesched.app.settings import RunSettings
 from kubesched.app.startup import initial_sync, keep_reconciling, sync_bound_pods, watches_for
-from kubesched.app.tuning import hold_gc, release_gc, share_gil
+from kubesched.app.tuning import release_gc
 from kubesched.kube.binding import Binder
 from kubesched.kube.client import Configuration, TokenBucket, api_client, load_configuration
-from kubesched.kube.early_listing import EarlyListings
 from kubesched.kube.election import ElectionThread
 from kubesched.kube.events import Recorder
 from kubesched.kube.eviction import Evictor
@@ -88,14 +87,12 @@ def base_algorithm(settings: RunSettings) -> Algorithm:
     return algorithm
 
 
-async def run_scheduler(settings: RunSettings, *, early: EarlyListings | None = None) -> None:
+async def run_scheduler(settings: RunSettings) -> None:
     """Run the scheduler process until SIGINT or SIGTERM, or until its scheduling loop fails.
 
     Raises StartupError when a start-up step fails, once what had started is closed; exits with
-    status 1 when the scheduling loop fails. `early`: the start-up sync's first node and pod
-    requests, if sent already (early_listing.py)."""
-    hold_gc()  # until every listed pod is fed (app/tuning.py)
-    share_gil()
+    status 1 when the scheduling loop fails. The process is tuned by its command (app/tuning.py);
+    the collector, if held, is released once every listed pod is fed."""
     algorithm = base_algorithm(settings)
     stopping = asyncio.Event()
     async with AsyncExitStack() as stack:
@@ -103,9 +100,9 @@ async def run_scheduler(settings: RunSettings, *, early: EarlyListings | None = 
         _handle_signals(stopping)
         stack.callback(_restore_signals)
         with step(f"reading {_kubeconfig_named(settings.connection.kubeconfig)}"):
-            conf = await load_configuration(settings.connection.kubeconfig, early=early)
+            conf = await load_configuration(settings.connection.kubeconfig)
         conf.connection_pool_maxsize = settings.scheduling.bind_concurrency + SPARE_CONNECTIONS
-        ended = await _start(stack, settings, algorithm, conf, early, stopping)
+        ended = await _start(stack, settings, algorithm, conf, stopping)
         failed = await ended
     log.info("stopped")
     if failed:
@@ -117,7 +114,6 @@ async def _start(
     settings: RunSettings,
     algorithm: Algorithm,
     conf: Configuration,
-    early: EarlyListings | None,
     stopping: asyncio.Event,
 ) -> Awaitable[bool]:
     """Start every part in order, each one's close pushed onto `stack`; returns what waits for the
@@ -183,7 +179,7 @@ async def _start(
 
     watches = watches_for(api, scheduler, kinds)
     with step(f"listing the cluster from {server}"):
-        await initial_sync(watches, early=early)
+        await initial_sync(watches)
     # The first cycle runs alone: the pending pods beyond a first slice, and Kopf's import, wait
     # for its binds to leave, rather than take the GIL from it. A follower's loop does not run.
     first_batch = scheduler.first_batch_out.wait if elector is None else None

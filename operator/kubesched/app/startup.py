@@ -20,7 +20,6 @@ from typing import Any
 import structlog
 
 from kubesched.kube.client import Api
-from kubesched.kube.early_listing import EarlyListings
 from kubesched.kube.informer import Informer
 from kubesched.kube.listing import list_all, name_of, object_key
 from kubesched.model.kinds import NODES, PODS, WATCHED_OBJECTS, WatchedKind
@@ -53,6 +52,7 @@ def watches_for(api: Api, scheduler: Scheduler, kinds: Sequence[WatchedKind] = W
         relisted=lambda listing: scheduler.reconcile(listing, None),
         key=name_of,
         query=NODES.query,
+        lean=True,
     )
     pods = Informer(
         api,
@@ -60,6 +60,7 @@ def watches_for(api: Api, scheduler: Scheduler, kinds: Sequence[WatchedKind] = W
         scheduler.on_pod,
         relisted=lambda listing: scheduler.reconcile(None, listing),
         query=PODS.query,
+        lean=True,
     )
     first_version: dict[str, WatchedKind] = {}
     for watched in kinds:
@@ -78,20 +79,19 @@ def watches_for(api: Api, scheduler: Scheduler, kinds: Sequence[WatchedKind] = W
     return Watches(nodes, pods, objects)
 
 
-async def initial_sync(watches: Watches, early: EarlyListings | None = None) -> dict[str, int]:
+async def initial_sync(watches: Watches) -> dict[str, int]:
     """Fill the cache through every watch's listing; each watch then starts from its own. Returns
     how many objects each collection listed.
 
     Every collection is listed at once, so the first cycle waits for the slowest listing rather
     than for their sum; the event loop still feeds one page at a time. Pods are fed last, so that a
     bound pod lands on a known node rather than in the orphan list, and a gang member finds its
-    PodGroup; their pages are fetched meanwhile. `early`: the node and pod listings' first
-    requests, if `kubesched run` sent them before its imports."""
-    listed = {watches.nodes: asyncio.ensure_future(watches.nodes.list(from_cache=True, early=early))}
+    PodGroup; their pages are fetched meanwhile."""
+    listed = {watches.nodes: asyncio.ensure_future(watches.nodes.list(from_cache=True))}
     listed.update({watch: asyncio.ensure_future(watch.list(from_cache=True)) for watch in watches.objects})
     before_pods = asyncio.gather(*listed.values())
     listed[watches.pods] = asyncio.ensure_future(
-        watches.pods.list(after=before_pods, from_cache=True, early=early, later=may_wait)
+        watches.pods.list(after=before_pods, from_cache=True, later=may_wait)
     )
     try:
         await asyncio.gather(*listed.values())

@@ -2,8 +2,8 @@
 
 Every request is raw JSON over one aiohttp session per client. The generated client
 (kubernetes_asyncio) parses into model objects the scheduler never reads, and importing them is
-the largest import of the start-up. Its kubeconfig loader still reads what early_listing.endpoint cannot
-(exec plugins, auth providers, ...), imported only then.
+the largest import of the start-up. Its kubeconfig loader still reads what kube/kubeconfig.py
+cannot (exec plugins, auth providers, ...), imported only then.
 
 Tests and the benchmark harness use the generated client for its API classes, and hand it to the
 scheduler's functions as well: both serve as an `Api`, the few calls made of a client here.
@@ -24,13 +24,7 @@ from typing import Any, Protocol
 import aiohttp
 
 from kubesched import __version__
-from kubesched.kube.early_listing import (
-    IN_CLUSTER_TOKEN,
-    EarlyListings,
-    Endpoint,
-    endpoint,
-    environment_proxy,
-)
+from kubesched.kube.kubeconfig import IN_CLUSTER_TOKEN, Endpoint, endpoint, environment_proxy
 from kubesched.kube.retry import TokenBucket as TokenBucket  # re-exported: every request's limiter
 
 # Replies longer than this (characters of JSON) are decoded off the event loop.
@@ -72,14 +66,9 @@ class Configuration:
         return self._ssl
 
 
-async def load_configuration(
-    kubeconfig: str | None, context: str | None = None, *, early: EarlyListings | None = None
-) -> Configuration:
+async def load_configuration(kubeconfig: str | None, context: str | None = None) -> Configuration:
     """From --kubeconfig, then $KUBECONFIG, then the in-cluster service account; `context` picks a
-    kubeconfig context other than the current one. `early`: the listings sent before the imports,
-    from this very kubeconfig, whose endpoint and TLS settings are taken as they were read."""
-    if early is not None:
-        return Configuration(early.target, _ssl=early.context)
+    kubeconfig context other than the current one."""
     read = endpoint(kubeconfig, context=context)
     if read is not None:
         conf = Configuration(read)

@@ -26,7 +26,6 @@ import aiohttp
 import structlog
 
 from kubesched.kube.client import Api
-from kubesched.kube.early_listing import EarlyListings
 from kubesched.kube.listing import (
     SLICE,
     Listing,
@@ -59,6 +58,7 @@ class Informer:
         relisted: Callable[[Listing], object] | None = None,
         key: Callable[[Mapping[str, Any]], str] = uid_of,
         query: Mapping[str, str] | None = None,
+        lean: bool = False,
         server_timeout: int = 300,
         max_backoff: float = 10.0,
     ) -> None:
@@ -68,6 +68,7 @@ class Informer:
         self.relisted = relisted  # told the keys of each re-listing, to drop what it lacks
         self.key = key
         self.query = dict(query or {})
+        self.lean = lean  # nodes and pods: listed without managedFields (listing.decode_listing)
         self.server_timeout = server_timeout
         self.max_backoff = max_backoff
         self.resource_version = ""
@@ -83,7 +84,6 @@ class Informer:
         after: asyncio.Future[Any] | None = None,
         *,
         from_cache: bool = False,
-        early: EarlyListings | None = None,
         later: Picker | None = None,
     ) -> int:
         """Feed every object, a page at a time; the watch starts from this listing. Returns how many.
@@ -91,8 +91,7 @@ class Informer:
         `after`: feed nothing before it is done, while fetching on (the start-up lists pods while
         nodes are fed, and feeds them after: a bound pod then lands on a known node).
         `from_cache`: from the watch cache (listing.list_pages): the start-up's listing, never a
-        re-listing after a 410, which must not go back in time; `early`: where its first request
-        may have been sent already (early_listing.py); `later`: which objects may wait, fed by run()
+        re-listing after a 410, which must not go back in time; `later`: which objects may wait, fed by run()
         before its watch starts, so that no event overtakes them (the start-up's pending pods that
         no decision depends on: app/startup.py)."""
         count = 0
@@ -101,7 +100,7 @@ class Informer:
         held: Pages = []
         try:
             async for page, page_version in list_pages(
-                self.api, self.path, query=self.query, from_cache=from_cache, early=early
+                self.api, self.path, query=self.query, from_cache=from_cache, lean=self.lean
             ):
                 version = version or page_version
                 keys.update(map(self.key, page))

@@ -1,4 +1,4 @@
-"""Which kubeconfigs the start-up's early listings can use, and what they send."""
+"""Which kubeconfigs kube/kubeconfig.py reads whole, and how node and pod listings are decoded."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubesched.kube import early_listing
-from kubesched.kube.early_listing import Endpoint, endpoint, from_kubeconfig, listing_query, sync_requests
-from kubesched.model.kinds import NODES, PODS
+from kubesched.kube import kubeconfig as kubeconfig_module
+from kubesched.kube import listing
+from kubesched.kube.kubeconfig import Endpoint, endpoint, from_kubeconfig
+from kubesched.kube.listing import listing_query
 
 
 def kubeconfig(cluster: dict[str, Any], user: dict[str, Any] | None) -> dict[str, Any]:
@@ -114,7 +115,7 @@ def test_the_kubeconfig_is_found_as_the_client_finds_it(
 ) -> None:
     file = tmp_path / "config"
     file.write_text(yaml.safe_dump(kubeconfig({"server": "https://h:6443"}, {"token": "t"})))
-    monkeypatch.setattr(early_listing, "IN_CLUSTER_TOKEN", tmp_path / "no-token")
+    monkeypatch.setattr(kubeconfig_module, "IN_CLUSTER_TOKEN", tmp_path / "no-token")
     assert endpoint(str(file), environ={}) is not None  # --kubeconfig
     assert endpoint(None, environ={"KUBECONFIG": str(file)}) is not None
     assert endpoint(None, environ={"KUBECONFIG": f"{file}:{file}"}) is None  # merged: the client's
@@ -126,8 +127,8 @@ def test_the_kubeconfig_is_found_as_the_client_finds_it(
 def test_in_cluster_reads_the_service_account(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     token = tmp_path / "token"
     token.write_text("sa-token\n")
-    monkeypatch.setattr(early_listing, "IN_CLUSTER_TOKEN", token)
-    monkeypatch.setattr(early_listing, "IN_CLUSTER_CA", tmp_path / "ca.crt")
+    monkeypatch.setattr(kubeconfig_module, "IN_CLUSTER_TOKEN", token)
+    monkeypatch.setattr(kubeconfig_module, "IN_CLUSTER_CA", tmp_path / "ca.crt")
     target = endpoint(
         None, environ={"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"}
     )
@@ -141,23 +142,13 @@ def test_in_cluster_reads_the_service_account(tmp_path: Path, monkeypatch: pytes
     assert endpoint(None, environ={}) is None  # no service host: not in a pod
 
 
-def test_the_sync_requests_are_the_watch_cache_listings_of_nodes_and_pods() -> None:
-    requests = sync_requests()
-    assert set(requests) == {NODES.path, PODS.path}
-    pods = dict(requests[PODS.path])
-    assert pods["resourceVersion"] == "0" and pods["fieldSelector"] == PODS.query["fieldSelector"]
-    assert listing_query({}, from_cache=True)[0] == ("limit", str(early_listing.LIST_PAGE))
-
-
-async def test_the_client_goes_on_with_the_endpoint_and_tls_settings_the_early_listings_read() -> None:
-    from kubesched.kube.client import load_configuration
-
-    target = Endpoint(
-        scheme="https", host="10.0.0.1", port=6443, prefix="", headers={"Authorization": "Bearer t"}
+def test_a_listing_query_asks_a_page_from_the_watch_cache_or_goes_on() -> None:
+    assert listing_query({"fieldSelector": "a"}, from_cache=True) == (
+        ("limit", str(listing.LIST_PAGE)),
+        ("fieldSelector", "a"),
+        ("resourceVersion", "0"),
     )
-    early = early_listing.EarlyListings(target, {})  # nothing sent
-    conf = await load_configuration("/no/such/kubeconfig", early=early)
-    assert conf.endpoint is target and conf.ssl_context() is early.context is not None
+    assert listing_query(None, from_cache=False, token="t", page=5) == (("limit", "5"), ("continue", "t"))
 
 
 _JSON = st.recursive(
@@ -171,7 +162,7 @@ _JSON = st.recursive(
 )
 
 
-_META_FIELDS = st.sampled_from(sorted(early_listing.ObjectMeta.__annotations__))
+_META_FIELDS = st.sampled_from(sorted(listing.ObjectMeta.__annotations__))
 
 
 @st.composite
@@ -187,10 +178,10 @@ def _listed_objects(draw: st.DrawFn) -> dict[str, Any]:
 
 
 @given(st.lists(_listed_objects(), max_size=4), st.dictionaries(st.text(), _JSON, max_size=3))
-def test_an_early_listing_decodes_to_what_the_client_would_build_less_managed_fields(
+def test_a_lean_listing_decodes_to_what_json_would_build_less_managed_fields(
     items: list[dict[str, Any]], list_meta: dict[str, Any]
 ) -> None:
-    # The early listing decodes with msgspec, the client with json: the sync must not tell them
+    # Node and pod listings decode with msgspec, the rest with json: the cache must not tell them
     # apart, but for managedFields, which nothing reads.
     body = json.dumps(
         {"kind": "PodList", "apiVersion": "v1", "metadata": list_meta, "items": items}, ensure_ascii=False
@@ -198,7 +189,7 @@ def test_an_early_listing_decodes_to_what_the_client_would_build_less_managed_fi
     expected = json.loads(body)
     for item in expected["items"]:
         item["metadata"].pop("managedFields", None)
-    decoded = early_listing.decode_reply(200, body)
+    decoded = listing.decode_listing(200, body)
     assert decoded == expected and type(decoded) is dict
     assert all(type(item) is dict and type(item["metadata"]) is dict for item in decoded["items"])
 
@@ -206,6 +197,6 @@ def test_an_early_listing_decodes_to_what_the_client_would_build_less_managed_fi
 @given(_JSON)
 def test_a_failed_requests_reply_decodes_whole(value: Any) -> None:
     body = json.dumps(value, ensure_ascii=False).encode()
-    decoded = early_listing.decode_reply(403, body)
+    decoded = listing.decode_listing(403, body)
     assert decoded == json.loads(body) and type(decoded) is type(json.loads(body))
-    assert early_listing.decode_reply(200, b"") is None
+    assert listing.decode_listing(200, b"") is None
