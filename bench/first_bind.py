@@ -240,9 +240,11 @@ async def measure(args: argparse.Namespace) -> int:
         flush=True,
     )
     starts: list[dict[str, Any]] = []
+    began = time.monotonic()
     with LocalControlPlane() as cp:
         async with await new_client(cp.kubeconfig) as api:
             await reset_cluster(api, args.nodes, args.seed)
+            print(f"cluster ready: {args.nodes} nodes, {time.monotonic() - began:.0f} s", flush=True)
             control_plane = [ProcessSampler(int(p.pid)) for p in (cp.apiserver, cp.etcd) if p is not None]
             plan = rotation(names, args.rounds)
             for index, (round_, name) in enumerate(plan, 1):
