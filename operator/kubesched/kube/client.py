@@ -231,11 +231,13 @@ async def request(
     query: Sequence[tuple[str, Any]] = (),
     content_type: str = "application/json",
     timeout: float = 30.0,
+    decode: Callable[[str], Any] | None = None,
 ) -> tuple[int, Any]:
     """One API request with raw JSON in and out: (status, parsed body or error message).
 
     The generated client would parse replies into models, and some it cannot parse (a
     successful binding returns a Status, not a Binding); the raw path also skips that cost.
+    `decode` parses a successful reply instead of json.loads (a failure's is parsed whole).
     """
     response = await api.call_api(
         path,
@@ -252,14 +254,15 @@ async def request(
         status = int(response.status)
     finally:
         response.release()
+    loads = decode if decode is not None and 200 <= status < 300 else json.loads
     try:
         if len(text) > BIG_BODY:
             # A listing served by the watch cache comes in one piece, and a large cluster's takes long
             # enough to decode to stall the loop. In a worker thread the GIL changes hands every few
             # milliseconds, so health probes and the rest of the loop keep being served meanwhile.
-            parsed = await asyncio.get_running_loop().run_in_executor(None, json.loads, text)
+            parsed = await asyncio.get_running_loop().run_in_executor(None, loads, text)
         else:
-            parsed = json.loads(text) if text else None
+            parsed = loads(text) if text else None
     except ValueError:
         parsed = text
     if status >= 300 and isinstance(parsed, dict):

@@ -19,6 +19,7 @@ revisions, compared as integers; one that does not parse as one is never called 
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, TypedDict
@@ -26,7 +27,7 @@ from typing import Any, Final, TypedDict
 import msgspec
 import structlog
 
-from kubesched.kube.client import BIG_BODY, Api, request
+from kubesched.kube.client import Api, request
 
 log = structlog.get_logger(__name__)
 
@@ -118,7 +119,8 @@ async def list_pages(
     first = True
     while True:
         params = listing_query(query, from_cache=from_cache, token=token, page=LIST_PAGE)
-        status, body = await _get(api, path, params, lean)
+        decode = functools.partial(decode_listing, 200) if lean else None
+        status, body = await request(api, "GET", path, query=params, timeout=60, decode=decode)
         if status == 404 and first:
             raise NotServed(f"{path} is not served by this API server")
         if status >= 300:
@@ -138,45 +140,13 @@ async def list_pages(
             return
 
 
-async def _get(api: Api, path: str, params: Query, lean: bool) -> tuple[int, Any]:
-    """One page: (status, the decoded body, or a failure's message)."""
-    if not lean:
-        return await request(api, "GET", path, query=params, timeout=60)
-    response = await api.call_api(
-        path,
-        "GET",
-        query_params=list(params),
-        header_params={"Accept": "application/json"},
-        auth_settings=["BearerToken"],
-        _preload_content=False,
-        _request_timeout=60,
-    )
-    try:
-        body = await response.read()
-        status = int(response.status)
-    finally:
-        response.release()
-    if len(body) > BIG_BODY:  # off the loop, as request() decodes a large reply
-        decoded = await asyncio.get_running_loop().run_in_executor(None, decode_listing, status, body)
-    else:
-        decoded = decode_listing(status, body)
-    if status >= 300:
-        message = decoded.get("message") if isinstance(decoded, dict) else None
-        return status, str(message or body[:500].decode(errors="replace"))
-    return status, decoded
-
-
-def decode_listing(status: int, body: bytes) -> Any:
+def decode_listing(status: int, body: bytes | str) -> Any:
     """A node or pod listing as `json.loads` would build it, less each object's managedFields: the
     server's record of who wrote which field, which no scheduler reads, and at 5,000 nodes nearly
-    half the bytes; msgspec skips it in about a third of the time it takes to build it. A body
-    that is no JSON is returned as text."""
+    half the bytes; msgspec skips it in about a third of the time it takes to build it."""
     if not body:
         return None
-    try:
-        return msgspec.json.decode(body, type=ListReply if 200 <= status < 300 else Any)
-    except msgspec.DecodeError:
-        return body.decode(errors="replace")
+    return msgspec.json.decode(body, type=ListReply if 200 <= status < 300 else Any)
 
 
 def listing_query(
