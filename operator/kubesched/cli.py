@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import asyncio
+import io
+import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -32,7 +34,38 @@ class Duration(click.ParamType):  # type: ignore[type-arg]  # generic only from 
             self.fail(str(exc), param, ctx)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+class _Kubesched(click.Group):
+    """The top command, failing as kubectl does: `error: ...` on standard error, not click's `Error: ...`."""
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, **extra)
+        # What click's standalone mode does, but for the report of a ClickException.
+        try:
+            code = super().main(args, prog_name, complete_var, False, **extra)
+        except click.ClickException as exc:
+            report = io.StringIO()
+            exc.show(report)  # click's report (the usage first, for a usage error): only its prefix changes
+            click.echo(
+                re.sub(r"^Error: ", "error: ", report.getvalue(), count=1, flags=re.M), err=True, nl=False
+            )
+            code = exc.exit_code
+        except click.Abort:
+            click.echo("Aborted!", err=True)
+            code = 1
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+@click.group(
+    cls=_Kubesched, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110}
+)
 def main() -> None:
     """kubesched: kube-scheduler's algorithm as a Kopf operator, with live policies."""
 

@@ -5,6 +5,7 @@ predicates, priorities and metrics are the ones the code has."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import re
 import shlex
 import subprocess
@@ -27,7 +28,7 @@ from kubesched.plugins import registry as plugins
 from kubesched.policy.store import API_GROUP, API_VERSION, PLURAL, compile_spec
 from kubesched.telemetry import metrics
 from kubesched_dev.devcluster import LocalControlPlane
-from kubesched_dev.fixtures import create_namespace, create_nodes, delete_namespace, make_node
+from kubesched_dev.fixtures import delete_namespace
 
 REPO = Path(__file__).parents[2]
 README = (REPO / "README.md").read_text()
@@ -59,9 +60,15 @@ def listed(name: str) -> list[str]:
     return re.findall(r"^- `(\w+)`", block(name), re.M)
 
 
-def kubectl(control_plane: LocalControlPlane, args: list[str], stdin: str | None = None) -> str:
+def run_kubectl(
+    control_plane: LocalControlPlane, args: list[str], stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     command = [str(control_plane.bin_dir / "kubectl"), "--kubeconfig", str(control_plane.kubeconfig), *args]
-    result = subprocess.run(command, input=stdin, capture_output=True, text=True, cwd=REPO, timeout=60)
+    return subprocess.run(command, input=stdin, capture_output=True, text=True, cwd=REPO, timeout=60)
+
+
+def kubectl(control_plane: LocalControlPlane, args: list[str], stdin: str | None = None) -> str:
+    result = run_kubectl(control_plane, args, stdin)
     assert result.returncode == 0, f"{shlex.join(args)}: {result.stderr}"
     return result.stdout
 
@@ -70,6 +77,40 @@ def commands(name: str) -> Iterator[list[str]]:
     for line in block(name).splitlines():
         if line.strip() and not line.startswith("#"):
             yield shlex.split(line.split("  #")[0])
+
+
+def kubesched(control_plane: LocalControlPlane, command: list[str], cwd: Path) -> str:
+    """A README's `kubesched ...` line (`< FILE` included) run in `cwd` against the test's API server."""
+    assert command[0] == "kubesched"
+    stdin = None
+    if "<" in command:
+        command, (source,) = command[: command.index("<")], command[command.index("<") + 1 :]
+        stdin = (cwd / source).read_text()
+    argv = [sys.executable, "-m", "kubesched", *command[1:], "--kubeconfig", str(control_plane.kubeconfig)]
+    result = subprocess.run(argv, input=stdin, capture_output=True, text=True, cwd=cwd, timeout=60)
+    assert result.returncode == 0, f"{shlex.join(command)}: {result.stderr}"
+    return result.stdout
+
+
+# -------------------------------------------------------------------------------- the files named
+
+
+FILE_NAMED = re.compile(r"[\w.-][\w./-]*(\.json|\.ya?ml|/)")
+
+
+def test_every_file_a_readme_command_names_is_at_hand() -> None:
+    """Each file a `sh` block names is in the checkout, written by an earlier command of the block
+    (`> FILE`, `snapshot save FILE`), or one the README gives (`Given `FILE`:`): a reader running
+    the commands from the checkout has it."""
+    given = set(re.findall(r"Given `([^`]+)`:", README))
+    for code in re.findall(r"^```sh\n(.*?)^```$", README, re.M | re.S):
+        written: set[str] = set()
+        for line in code.splitlines():
+            words = shlex.split(line, comments=True)
+            written |= {after for word, after in itertools.pairwise(words) if word in (">", "save")}
+            for word in words:
+                if FILE_NAMED.fullmatch(word):
+                    assert (REPO / word).exists() or word in written | given, f"{word!r} in: {line}"
 
 
 # ------------------------------------------------------------------------------------ the lists
@@ -193,25 +234,49 @@ def test_policy_convert_prints_what_the_readme_shows(
     server_accepts_policy(control_plane, yaml.safe_load(result.output))
 
 
+# ------------------------------------------------------------------------------------- PodGroups
+
+
+def test_a_podgroup_of_the_old_api_group_is_refused_as_the_readme_says(
+    control_plane: LocalControlPlane, namespace: str
+) -> None:
+    note = " ".join(block("podgroup-old-group").split())
+    old = re.search(r"`apiVersion: (scheduling\.sigs\.k8s\.io/\w+)`", note)
+    refusal = re.search(r"`(no matches for kind [^`]+)`", note)
+    fix = re.search(r"Change their `apiVersion` to `([^`]+)`", note)
+    assert old and refusal and fix, note
+    group = next(yaml.safe_load_all(block("podgroup")))
+    group["metadata"]["namespace"] = namespace
+    group["apiVersion"] = old[1]
+    refused = run_kubectl(control_plane, ["apply", "--dry-run=server", "-f", "-"], yaml.safe_dump(group))
+    assert refused.returncode != 0 and refusal[1] in refused.stderr, refused.stderr
+    group["apiVersion"] = fix[1]
+    kubectl(control_plane, ["apply", "--dry-run=server", "-f", "-"], yaml.safe_dump(group))
+
+
 # ---------------------------------------------------------------------------------------- explain
 
-EXPLAIN_NODES = [  # as the README describes them
-    make_node("node-a", cpu="2", memory="8Gi", labels={"disktype": "ssd"}),
-    make_node("node-b", cpu="4", memory="8Gi", labels={"disktype": "hdd"}),
-    make_node("node-c", cpu="4", memory="8Gi", labels={"disktype": "ssd"}, unschedulable=True),
-]
+
+def test_the_example_file_holds_the_readme_pod() -> None:
+    shown = yaml.safe_load(block("pod"))
+    documents = yaml.safe_load_all((REPO / "examples/pending-pod.yaml").read_text())
+    (pod,) = (d for d in documents if d["kind"] == "Pod")
+    assert pod == shown
 
 
 @pytest_asyncio.fixture
 async def shop(api: ApiClient, control_plane: LocalControlPlane) -> AsyncIterator[None]:
-    """The README's pod on the README's nodes, under the default policy of `manifests/` just applied."""
+    """The README's pod on the README's nodes, under the default policy of `manifests/`: what the
+    README's commands create."""
     pod = yaml.safe_load(block("pod"))
     await delete_namespace(api, pod["metadata"]["namespace"])
-    await create_namespace(api, pod["metadata"]["namespace"])
     await request(api, "DELETE", f"{POLICIES}/kubesched")  # so that it is generation 1, as shown
-    await create_nodes(api, EXPLAIN_NODES)
-    await asyncio.to_thread(kubectl, control_plane, ["create", "-f", "manifests/schedulerpolicy.yaml"])
-    await asyncio.to_thread(kubectl, control_plane, ["create", "-f", "-"], yaml.safe_dump(pod))
+    ran = []
+    for command in commands("explain-setup"):
+        assert command[0] == "kubectl"
+        await asyncio.to_thread(kubectl, control_plane, command[1:])
+        ran.append(command[1])
+    assert ran == ["apply", "wait", "apply"]
     yield
     await request(api, "DELETE", f"{POLICIES}/kubesched")
     await delete_namespace(api, pod["metadata"]["namespace"])
@@ -225,3 +290,15 @@ async def test_explain_prints_what_the_readme_shows(control_plane: LocalControlP
     result = await asyncio.to_thread(subprocess.run, argv, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout == block("explain-output") + "\n"
+
+
+@pytest.mark.usefixtures("shop")
+async def test_the_simulate_commands_run_as_written(control_plane: LocalControlPlane, tmp_path: Path) -> None:
+    """From a checkout (its examples/) where the README's old-policy.json was saved."""
+    (tmp_path / "examples").symlink_to(REPO / "examples")
+    (tmp_path / "old-policy.json").write_text(block("legacy-policy"))
+    outputs = [await asyncio.to_thread(kubesched, control_plane, c, tmp_path) for c in commands("simulate")]
+    assert outputs[0].startswith("1 pending pod(s) placed")  # shop/web
+    assert (tmp_path / "cluster.json").exists()
+    assert outputs[-1] == block("explain-output") + "\n"  # offline, from the same file
+    server_accepts_policy(control_plane, yaml.safe_load((REPO / "examples/policies/pack.yaml").read_text()))

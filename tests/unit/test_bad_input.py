@@ -445,7 +445,7 @@ def test_bad_policy_files_fail_with_a_clear_error_and_a_non_zero_exit(
         ):
             result = runner.invoke(main, args)
             assert result.exit_code != 0, (args, text, result.output)
-            assert "Traceback" not in result.output and "Error:" in result.output, result.output
+            assert "Traceback" not in result.output and "error:" in result.output, result.output
             assert path.name in result.output, f"the error names the file: {result.output}"
             assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit), (
                 result.exception

@@ -94,6 +94,33 @@ def test_a_flag_without_a_setting_is_refused() -> None:
         RunSettings.from_flags({"no_such_flag": 1})
 
 
+@pytest.mark.parametrize(
+    ("args", "code", "last_line"),
+    [
+        (["run", "--no-such-flag"], 2, "error: No such option '--no-such-flag'."),
+        (
+            ["policy", "convert", "missing.json"],
+            2,
+            "error: Invalid value for 'FILE': File 'missing.json' does not exist.",
+        ),
+        (["policy", "convert", "p.json"], 1, 'error: p.json: predicates[0].name: unknown predicate "X"'),
+    ],
+)
+def test_errors_read_as_the_kubectl_plugins_do(
+    args: list[str], code: int, last_line: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`error: ...` on standard error, as kubectl and `kubectl kubesched` print it; a usage error keeps
+    click's usage and hint above it."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "p.json").write_text('{"kind": "Policy", "apiVersion": "v1", "predicates": [{"name": "X"}]}')
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == code, result.output
+    assert result.stdout == "" and "Error:" not in result.stderr
+    assert result.stderr.splitlines()[-1].startswith(last_line), result.stderr
+    if code == 2:
+        assert result.stderr.startswith(f"Usage: main {args[0]}"), result.stderr
+
+
 def _closed_port() -> int:
     import socket
 
@@ -135,7 +162,7 @@ def test_run_fails_to_start_in_one_line(tmp_path: Path, case: str, text: str, wo
     done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 1, done
-    assert len(lines) == 1 and lines[0].startswith("Error: "), done.stderr
+    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
     assert words.replace("PORT", port) in lines[0], lines[0]
     if "kubeconfig" in words:
         assert str(kubeconfig) in lines[0]

@@ -82,7 +82,7 @@ def test_malformed_input_is_a_clear_error(tmp_path: Path, content: str, message:
     source.write_text(content)
     code, output = convert(str(source))
     assert code != 0
-    assert output.startswith("Error: ")
+    assert output.startswith("error: ")
     assert str(source) in output
     assert message in output
     assert "apiVersion: kubesched.io" not in output
