@@ -291,6 +291,7 @@ def convert(
     if configuration is not None:
         _convert_configuration(file, configuration, name, scheduler_name, output, validate, strict)
         return
+    _warn_if_default_scheduler(scheduler_name)
     name = name or scheduler_name or "kubesched"
     if not is_object_name(name):
         raise click.BadParameter(f"{name!r} is not an RFC 1123 subdomain", param_hint="--name")
@@ -312,6 +313,18 @@ def convert(
         click.echo(yaml.safe_dump(manifest, sort_keys=False), nl=False)
 
 
+def _warn_if_default_scheduler(scheduler_name: str | None) -> None:
+    """An explicit --scheduler-name default-scheduler is allowed: say what it means."""
+    from kubesched.policy.kubescheduler_config import DEFAULT_SCHEDULER_NAME
+
+    if scheduler_name == DEFAULT_SCHEDULER_NAME:
+        click.echo(
+            f"warning: --scheduler-name {DEFAULT_SCHEDULER_NAME}: applied, the policy makes kubesched "
+            "schedule every pod that names no scheduler, alongside kube-scheduler if it still runs",
+            err=True,
+        )
+
+
 def _convert_configuration(
     file: Path,
     document: dict[str, Any],
@@ -328,7 +341,11 @@ def _convert_configuration(
 
     from kubesched.kube.extender_transport import HTTPTransport
     from kubesched.policy.compile import PolicyError
-    from kubesched.policy.kubescheduler_config import configuration_manifests, convert_configuration
+    from kubesched.policy.kubescheduler_config import (
+        DEFAULT_SCHEDULER_NAME,
+        configuration_manifests,
+        convert_configuration,
+    )
     from kubesched.policy.store import compile_spec, is_object_name
 
     try:
@@ -336,6 +353,19 @@ def _convert_configuration(
         manifests = configuration_manifests(profiles, name, scheduler_name)
     except PolicyError as exc:
         raise click.ClickException(f"{file}: {exc}") from exc
+    # kube-scheduler's own name, and that of a profile naming none: taking its pods must be asked for.
+    for i, profile in enumerate(profiles):
+        if scheduler_name is None and profile.scheduler_name == DEFAULT_SCHEDULER_NAME:
+            fix = (
+                f"give --scheduler-name (--scheduler-name {DEFAULT_SCHEDULER_NAME} if that is meant)"
+                if len(profiles) == 1
+                else "rename its schedulerName"
+            )
+            raise click.ClickException(
+                f"{file}: profiles[{i}] would be a policy for {DEFAULT_SCHEDULER_NAME}: applied, it would "
+                f"make kubesched compete with kube-scheduler for every pod that names no scheduler: {fix}"
+            )
+    _warn_if_default_scheduler(scheduler_name)
     for manifest in manifests:
         policy_name = manifest["metadata"]["name"]
         if not is_object_name(policy_name):

@@ -25,6 +25,7 @@ from kubesched.policy.kubescheduler_config import (
     convert_configuration,
 )
 from kubesched.policy.store import compile_spec
+from kubesched.runtime.gangs import DEFAULT_RESERVE_AFTER
 from kubesched_dev.fixtures import container, model_node, model_pod, node_info, run_priority
 
 V1 = "kubescheduler.config.k8s.io/v1"
@@ -227,8 +228,7 @@ def test_two_profiles_make_two_policies_named_after_their_scheduler_names() -> N
             DEFAULT_PREDICATES_1_32,
             DEFAULT_PRIORITIES_1_32,
             [
-                "profiles[0].plugins.multiPoint.enabled[0]: plugin CapacityScheduling (out-of-tree or"
-                " unknown)",
+                "profiles[0].plugins.multiPoint.enabled[0]: plugin CapacityScheduling",
                 "profiles[0].plugins.filter.enabled[0]: plugin NodeResourcesTopology (out-of-tree or"
                 " unknown)",
                 "profiles[0].plugins.score.enabled[0]: plugin NodePorts at score",
@@ -249,6 +249,77 @@ def test_plugin_sets(
     assert predicates(profile) == expected_predicates
     assert priorities(profile) == expected_priorities
     assert [m.split(" has no SchedulerPolicy equivalent")[0] for m in messages(profile)] == reported
+
+
+def test_coscheduling_is_one_note_and_its_wait_becomes_each_podgroups_timeout() -> None:
+    profile = only_profile(
+        """
+        profiles:
+        - schedulerName: gangs
+          plugins:
+            queueSort: {enabled: [{name: Coscheduling}], disabled: [{name: "*"}]}
+            preFilter: {enabled: [{name: Coscheduling}]}
+            postFilter: {enabled: [{name: Coscheduling}]}
+            permit: {enabled: [{name: Coscheduling}]}
+            reserve: {enabled: [{name: Coscheduling}]}
+            postBind: {enabled: [{name: Coscheduling}]}
+          pluginConfig:
+          - name: Coscheduling
+            args: {permitWaitingTimeSeconds: 10, podGroupBackoffSeconds: 5}
+        """
+    )
+    assert predicates(profile) == DEFAULT_PREDICATES_1_32
+    # Coscheduling's queue order (priority, then the group's age) is kubesched's: no PrioritySort note.
+    assert messages(profile) == [
+        "profiles[0].plugins.queueSort.enabled[0]: plugin Coscheduling has no SchedulerPolicy equivalent "
+        "(PodGroups are built into kubesched: every profile places a group's members all or nothing)",
+        "profiles[0].pluginConfig[0].args.permitWaitingTimeSeconds: a 10 s wait for PodGroups without "
+        "scheduleTimeoutSeconds has no SchedulerPolicy equivalent (kubesched uses each PodGroup's "
+        "scheduleTimeoutSeconds: once it has passed, the group's status says ScheduleTimeout and, "
+        "first in line, the group holds the nodes its members fit on; a group without one holds them "
+        f"after {DEFAULT_RESERVE_AFTER:g} s and never times out; set scheduleTimeoutSeconds on the "
+        "PodGroups)",
+        "profiles[0].pluginConfig[0].args.podGroupBackoffSeconds: a PodGroup backoff has no "
+        "SchedulerPolicy equivalent (a group backs off as a pod does: use kubesched run's "
+        "--pod-initial-backoff and --pod-max-backoff)",
+    ]
+
+
+def test_capacity_scheduling_and_out_of_tree_plugins_are_one_note_each() -> None:
+    profile = only_profile(
+        """
+        profiles:
+        - schedulerName: quotas
+          plugins:
+            preFilter: {enabled: [{name: CapacityScheduling}, {name: NetworkOverhead}]}
+            filter: {enabled: [{name: NetworkOverhead}]}
+            score: {enabled: [{name: NetworkOverhead, weight: 5}]}
+            postFilter: {enabled: [{name: CapacityScheduling}]}
+            reserve: {enabled: [{name: CapacityScheduling}]}
+        """
+    )
+    assert messages(profile) == [
+        "profiles[0].plugins.preFilter.enabled[0]: plugin CapacityScheduling has no SchedulerPolicy "
+        "equivalent (ElasticQuota is not supported yet: kubesched reads no quotas)",
+        "profiles[0].plugins.preFilter.enabled[1]: plugin NetworkOverhead (out-of-tree or unknown) "
+        "has no SchedulerPolicy equivalent (kubesched runs in-tree plugins only)",
+    ]
+
+
+def test_the_arguments_of_another_plugin_read_as_one_setting() -> None:
+    profile = only_profile(
+        """
+        profiles:
+        - schedulerName: s
+          pluginConfig:
+          - name: DefaultPreemption
+            args: {minCandidateNodesPercentage: 20}
+        """
+    )
+    assert messages(profile) == [
+        "profiles[0].pluginConfig[0].args: configuring DefaultPreemption has no SchedulerPolicy "
+        "equivalent (kubesched runs the plugin with its defaults)"
+    ]
 
 
 def fit_profile(strategy: Mapping[str, Any], plugins: Mapping[str, Any] | None = None) -> ConvertedProfile:
@@ -384,7 +455,7 @@ def test_plugin_arguments_hard_pod_affinity_weight_and_default_constraints() -> 
     assert [m.split(" has no")[0] for m in messages(profile)] == [
         f"{args}[2].args.ignoredResources: ignoring resources in the fit check",
         f"{args}[0].args.ignorePreferredTermsOfExistingPods: ignoring existing pods' preferred terms",
-        f"{args}[3].args: the arguments of VolumeBinding",
+        f"{args}[3].args: configuring VolumeBinding",
     ]
 
 

@@ -541,6 +541,18 @@ def test_policy_text_is_read_without_a_file() -> None:
     assert caught.value.field == "inline" and "not valid YAML" in caught.value.message
 
 
+def test_a_kubescheduler_configuration_as_a_policy_file_points_at_policy_convert() -> None:
+    """`kubesched run --policy-config-file` and explain read Policy files only."""
+    text = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+    with pytest.raises(PolicyError) as caught:
+        parse_policy_text(text, "scheduler-config.yaml")
+    assert caught.value.field == "scheduler-config.yaml: kind"
+    assert caught.value.message == (
+        "must be \"Policy\", got 'KubeSchedulerConfiguration' (kubesched policy convert turns it "
+        "into SchedulerPolicies)"
+    )
+
+
 def test_custom_predicates_of_one_kind_make_one_filter_in_1_20_order() -> None:
     """ProcessPredicatePolicy + AppendPredicateConfigs (framework/plugins/legacy_registry.go): every
     labelsPresence entry feeds one NodeLabel filter, placed where CheckNodeLabelPresence runs."""

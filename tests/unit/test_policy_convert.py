@@ -118,7 +118,7 @@ apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 leaderElection: {leaderElect: true}
 profiles:
-- schedulerName: default-scheduler
+- schedulerName: kubesched
 - schedulerName: gpu-binpack
   plugins:
     multiPoint:
@@ -133,8 +133,9 @@ profiles:
 WARNINGS = [
     "warning: leaderElection: leader election has no SchedulerPolicy equivalent "
     "(use kubesched run's --leader-elect* flags)",
-    "warning: profiles[1].plugins.multiPoint.enabled[1]: plugin Coscheduling (out-of-tree or unknown) "
-    "has no SchedulerPolicy equivalent (kubesched runs in-tree plugins only)",
+    "warning: profiles[1].plugins.multiPoint.enabled[1]: plugin Coscheduling has no SchedulerPolicy "
+    "equivalent (PodGroups are built into kubesched: every profile places a group's members all or "
+    "nothing)",
 ]
 
 
@@ -149,7 +150,7 @@ def test_a_kubescheduler_configuration_becomes_one_policy_per_profile(tmp_path: 
         "# " + line for line in WARNINGS
     ]
     first, second = yaml.safe_load_all(result.stdout)
-    assert first["metadata"]["name"] == first["spec"]["schedulerName"] == "default-scheduler"
+    assert first["metadata"]["name"] == first["spec"]["schedulerName"] == "kubesched"
     assert second["metadata"]["name"] == second["spec"]["schedulerName"] == "gpu-binpack"
     assert second["spec"]["nodeResourcesScoring"] == {
         "weight": 5,
@@ -182,7 +183,7 @@ def test_a_configuration_as_json_and_names_for_a_single_profile(tmp_path: Path) 
     assert result.exit_code == 0, result.output
     listing = json.loads(result.stdout)
     assert listing["kind"] == "List"
-    assert [item["metadata"]["name"] for item in listing["items"]] == ["default-scheduler", "gpu-binpack"]
+    assert [item["metadata"]["name"] for item in listing["items"]] == ["kubesched", "gpu-binpack"]
     result = CliRunner().invoke(main, ["policy", "convert", str(source), "--name", "x"])
     assert result.exit_code == 1 and "a name can be given to one profile only" in result.stderr
 
@@ -208,6 +209,127 @@ def test_a_configuration_as_json_and_names_for_a_single_profile(tmp_path: Path) 
     manifest = json.loads(result.stdout)
     assert manifest["metadata"] == {"name": "batch"}
     assert manifest["spec"]["schedulerName"] == "kubesched-batch"
+
+
+# scheduler-plugins' own configuration for coscheduling (manifests/coscheduling/scheduler-config.yaml).
+SCHEDULER_PLUGINS_COSCHEDULING = """\
+apiVersion: kubescheduler.config.k8s.io/v1beta3
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: false
+clientConnection:
+  kubeconfig: "REPLACE_ME_WITH_KUBE_CONFIG_PATH"
+profiles:
+- schedulerName: default-scheduler
+  plugins:
+    queueSort:
+      enabled:
+      - name: Coscheduling
+      disabled:
+      - name: "*"
+    preFilter:
+      enabled:
+      - name: Coscheduling
+    postFilter:
+      enabled:
+      - name: Coscheduling
+    permit:
+      enabled:
+      - name: Coscheduling
+    reserve:
+      enabled:
+      - name: Coscheduling
+  pluginConfig:
+  - name: Coscheduling
+    args:
+      permitWaitingTimeSeconds: 10
+"""
+
+
+def test_scheduler_plugins_coscheduling_configuration_is_one_note_and_a_timeout(tmp_path: Path) -> None:
+    source = tmp_path / "scheduler-config.yaml"
+    source.write_text(SCHEDULER_PLUGINS_COSCHEDULING)
+    result = CliRunner().invoke(main, ["policy", "convert", str(source), "--scheduler-name", "kubesched"])
+    assert result.exit_code == 0, result.output
+    warnings = result.stderr.splitlines()
+    assert [line.split(": ")[1] for line in warnings] == [
+        "leaderElection",
+        "clientConnection",
+        "profiles[0].plugins.queueSort.enabled[0]",
+        "profiles[0].pluginConfig[0].args.permitWaitingTimeSeconds",
+    ]
+    assert "PodGroups are built into kubesched" in warnings[2]
+    assert "a 10 s wait for PodGroups without scheduleTimeoutSeconds" in warnings[3]
+    assert "kubesched uses each PodGroup's scheduleTimeoutSeconds" in warnings[3]
+    (manifest,) = yaml.safe_load_all(result.stdout)
+    assert manifest["spec"]["schedulerName"] == "kubesched"
+    compile_spec(manifest["spec"], "kubesched")
+
+
+# The first example of the Kubernetes documentation's "Scheduler Configuration" page: no schedulerName.
+KUBERNETES_DOCS_EXAMPLE = """\
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+  - plugins:
+      score:
+        disabled:
+        - name: PodTopologySpread
+        enabled:
+        - name: MyCustomPluginA
+          weight: 2
+        - name: MyCustomPluginB
+          weight: 1
+"""
+
+
+@pytest.mark.parametrize(
+    ("content", "where"),
+    [
+        pytest.param(KUBERNETES_DOCS_EXAMPLE, "profiles[0]", id="no schedulerName"),
+        pytest.param(SCHEDULER_PLUGINS_COSCHEDULING, "profiles[0]", id="schedulerName: default-scheduler"),
+        pytest.param(
+            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+            "profiles: [{schedulerName: a}, {}]\n",
+            "profiles[1]",
+            id="one profile of two",
+        ),
+    ],
+)
+def test_a_policy_for_default_scheduler_needs_an_explicit_scheduler_name(
+    tmp_path: Path, content: str, where: str
+) -> None:
+    source = tmp_path / "scheduler-config.yaml"
+    source.write_text(content)
+    result = CliRunner().invoke(main, ["policy", "convert", str(source)])
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"Error: {source}: {where} would be a policy for default-scheduler")
+    assert ("give --scheduler-name" if where == "profiles[0]" else "rename its schedulerName") in line
+
+
+def test_an_explicit_default_scheduler_name_is_allowed_with_a_warning(tmp_path: Path) -> None:
+    source = tmp_path / "scheduler-config.yaml"
+    source.write_text(KUBERNETES_DOCS_EXAMPLE)
+    args = ["policy", "convert", str(source), "--scheduler-name", "default-scheduler"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines()[0].startswith(
+        "warning: --scheduler-name default-scheduler: applied, the policy makes kubesched schedule"
+    )
+    assert yaml.safe_load(result.stdout)["spec"]["schedulerName"] == "default-scheduler"
+    result = CliRunner().invoke(main, ["policy", "convert", str(source), "--scheduler-name", "mine"])
+    assert result.exit_code == 0, result.output
+    assert "default-scheduler" not in result.output
+
+
+def test_a_legacy_policy_for_default_scheduler_is_warned_about() -> None:
+    result = CliRunner().invoke(
+        main, ["policy", "convert", str(SEED_POLICY), "--scheduler-name", "default-scheduler"]
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stderr.startswith("warning: --scheduler-name default-scheduler: applied, the policy")
 
 
 def test_a_profile_name_that_cannot_name_a_policy_needs_name(tmp_path: Path) -> None:

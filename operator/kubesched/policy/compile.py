@@ -452,7 +452,10 @@ def parse_policy_text(text: str, source: str) -> dict[str, Any]:
     try:
         _check_header(document)
     except PolicyError as exc:
-        raise PolicyError(f"{source}: {exc.field}", exc.message) from exc
+        message = exc.message
+        if document.get("kind") == "KubeSchedulerConfiguration":
+            message += " (kubesched policy convert turns it into SchedulerPolicies)"
+        raise PolicyError(f"{source}: {exc.field}", message) from exc
     return document
 
 

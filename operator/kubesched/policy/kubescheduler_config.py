@@ -14,7 +14,9 @@ with the system default constraints), List defaulting `podTopologySpreadDefaultC
 
 Nothing is dropped silently: whatever has no SchedulerPolicy equivalent (an out-of-tree plugin,
 arguments kubesched has no knob for, process settings such as leader election or backoff, which
-are `kubesched run` flags) becomes an `Unconverted` entry naming the field and what to do instead.
+are `kubesched run` flags) becomes an `Unconverted` entry naming the field and what to do instead,
+once per plugin however many extension points name it. scheduler-plugins' Coscheduling is built in
+(PodGroups), its permitWaitingTimeSeconds a PodGroup's scheduleTimeoutSeconds.
 A document kube-scheduler itself would refuse (wrong kind or version, malformed plugin lists, two
 profiles with one schedulerName) raises PolicyError.
 """
@@ -87,10 +89,18 @@ FILTERS: Final[Mapping[str, str]] = registry.FRAMEWORK_FILTERS
 SCORES: Final[Mapping[str, str]] = registry.FRAMEWORK_SCORES
 # What kubesched always does itself (queue order, gates, preemption, binding).
 BUILT_IN: Final = frozenset({"SchedulingGates", "PrioritySort", "DefaultPreemption", "DefaultBinder"})
-# Plugins of kube-scheduler 1.32 kubesched knows and has no SchedulerPolicy entry for.
+# Plugins kubesched knows and has no SchedulerPolicy entry for: kube-scheduler 1.32's and
+# scheduler-plugins' (named once per profile, however many extension points name them).
 _NO_EQUIVALENT: Final[Mapping[str, str]] = {
     "DynamicResources": "kubesched refuses pods with resourceClaims and says so in their events",
+    "Coscheduling": (
+        "PodGroups are built into kubesched: every profile places a group's members all or nothing"
+    ),
+    "CapacityScheduling": "ElasticQuota is not supported yet: kubesched reads no quotas",
 }
+# How long a PodGroup without scheduleTimeoutSeconds waits before it may hold nodes
+# (runtime/gangs.py DEFAULT_RESERVE_AFTER, which this layer may not import).
+_GROUP_RESERVE_AFTER: Final = "30 s"
 # The extension point of each built-in plugin.
 _BUILT_IN_POINTS: Final[Mapping[str, str]] = {
     "preEnqueue": "SchedulingGates",
@@ -139,7 +149,8 @@ _ARGS_HEADER: Final = ("apiVersion", "kind")
 
 @dataclass(frozen=True, slots=True)
 class Unconverted:
-    """A setting with no SchedulerPolicy equivalent: where it is, what it is, what to do instead."""
+    """A setting with no SchedulerPolicy equivalent: where it is, what it is (one thing: the
+    line says it "has" no equivalent), what to do instead."""
 
     path: str
     what: str
@@ -330,8 +341,33 @@ def _other_args(name: str, path: str, raw: Mapping[str, Any], profile: _Profile)
                 "BalancedResourceAllocation balances cpu and memory",
             )
         return
-    if raw:
-        profile.report(path, f"the arguments of {name}", "kubesched runs the plugin with its defaults")
+    if name == "Coscheduling":
+        _coscheduling_args(path, raw, profile)
+    elif raw:
+        profile.report(path, f"configuring {name}", "kubesched runs the plugin with its defaults")
+
+
+def _coscheduling_args(path: str, raw: Mapping[str, Any], profile: _Profile) -> None:
+    """CoschedulingArgs: a PodGroup's wait and backoff, which kubesched takes elsewhere."""
+    for key, value in raw.items():
+        if key == "permitWaitingTimeSeconds":
+            profile.report(
+                f"{path}.{key}",
+                f"a {value} s wait for PodGroups without scheduleTimeoutSeconds",
+                "kubesched uses each PodGroup's scheduleTimeoutSeconds: once it has passed, the group's "
+                "status says ScheduleTimeout and, first in line, the group holds the nodes its members "
+                f"fit on; a group without one holds them after {_GROUP_RESERVE_AFTER} and never times "
+                "out; set scheduleTimeoutSeconds on the PodGroups",
+            )
+        elif key == "podGroupBackoffSeconds":
+            profile.report(
+                f"{path}.{key}",
+                "a PodGroup backoff",
+                "a group backs off as a pod does: use kubesched run's --pod-initial-backoff and "
+                "--pod-max-backoff",
+            )
+        else:
+            profile.report(f"{path}.{key}", "this Coscheduling argument", "not converted")
 
 
 def _convert_profile(
@@ -362,12 +398,13 @@ def _convert_profile(
     scores = _point(multi_point, score_set, SCORES)
 
     # Every plugin named anywhere must be one kubesched knows, or be reported (in the file's order).
+    named: set[str] = set()
     for point in plugins:
         if point not in _EXTENSION_POINTS:
             continue
         for i, (name, _) in enumerate(_plugin_set(plugins, point, plugins_path).enabled):
             where = f"{plugins_path}.{point}.enabled[{i}]"
-            _check_plugin(name, point, where, profile)
+            _check_plugin(name, point, where, profile, named)
     # Built-in plugins cannot be turned off: say so when a profile goes without one.
     enabled_anywhere = {name for name, _ in multi_point}
     for point, name in _BUILT_IN_POINTS.items():
@@ -375,6 +412,8 @@ def _convert_profile(
         enabled_anywhere |= {n for n, _ in own.enabled}
         if name not in {n for n, _ in defaults}:
             continue
+        if name == "PrioritySort" and "Coscheduling" in named:
+            continue  # its queue order (priority, then the group's age) is kubesched's
         if name not in enabled_anywhere or name in own.disabled or "*" in own.disabled:
             profile.report(
                 plugins_path,
@@ -445,19 +484,23 @@ def _convert_profile(
     return scheduler_name, spec, profile.unconverted
 
 
-def _check_plugin(name: str, point: str, where: str, profile: _Profile) -> None:
+def _check_plugin(name: str, point: str, where: str, profile: _Profile, named: set[str]) -> None:
+    """Report a plugin kubesched has no entry for where it is first `named`, once per profile."""
     if name in BUILT_IN:
         return
+    if name in FILTERS or name in SCORES:
+        if (point == "filter" and name not in FILTERS) or (point == "score" and name not in SCORES):
+            profile.report(where, f"plugin {name} at {point}", f"{name} has no {point} in kube-scheduler")
+        return
+    if name in named:
+        return
+    named.add(name)
     if name in _NO_EQUIVALENT:
         profile.report(where, f"plugin {name}", _NO_EQUIVALENT[name])
-        return
-    if (point == "filter" and name not in FILTERS) or (point == "score" and name not in SCORES):
-        if name in FILTERS or name in SCORES:
-            profile.report(where, f"plugin {name} at {point}", f"{name} has no {point} in kube-scheduler")
-            return
-    elif name in FILTERS or name in SCORES:
-        return
-    profile.report(where, f"plugin {name} (out-of-tree or unknown)", "kubesched runs in-tree plugins only")
+    else:
+        profile.report(
+            where, f"plugin {name} (out-of-tree or unknown)", "kubesched runs in-tree plugins only"
+        )
 
 
 def convert_configuration(document: Mapping[str, Any]) -> tuple[list[ConvertedProfile], list[Unconverted]]:
