@@ -305,7 +305,7 @@ def test_a_policy_for_default_scheduler_needs_an_explicit_scheduler_name(
     assert result.exit_code == 1
     assert result.stdout == ""
     (line,) = result.stderr.splitlines()
-    assert line.startswith(f"Error: {source}: {where} would be a policy for default-scheduler")
+    assert line.startswith(f"error: {source}: {where} would be a policy for default-scheduler")
     assert ("give --scheduler-name" if where == "profiles[0]" else "rename its schedulerName") in line
 
 
