@@ -431,7 +431,7 @@ def run_simulation(
     try:
         state = read_live() if nodes_from == "live" else load_snapshot(nodes_from)
         try:
-            current, source = algorithm_for(name, state.policies, policy_config_file)
+            current, source, _ = algorithm_for(name, state.policies, policy_config_file, leases=state.leases)
         except PolicyError as exc:
             raise click.ClickException(f"current policy: {exc}") from exc
         try:
