@@ -341,7 +341,8 @@ def _convert_configuration(
     help="Profile whose policy runs (its active SchedulerPolicy, if any); default the pod's schedulerName.",
 )
 @_policy_config_file_option(
-    "Legacy Policy file used when no SchedulerPolicy drives the profile; default the built-in default."
+    "Legacy Policy file used when no SchedulerPolicy drives the profile; default the one the "
+    "scheduler's leader publishes on its Lease, else the built-in default (with a warning)."
 )
 @click.option(
     "--snapshot",
