@@ -404,7 +404,8 @@ def _convert_configuration(
     help="Profile whose policy runs (its active SchedulerPolicy, if any); default the pod's schedulerName.",
 )
 @_policy_config_file_option(
-    "Legacy Policy file used when no SchedulerPolicy drives the profile; default the built-in default."
+    "Legacy Policy file used when no SchedulerPolicy drives the profile; default the one the "
+    "scheduler's leader publishes on its Lease, else the built-in default (with a warning)."
 )
 @click.option(
     "--snapshot",
@@ -494,7 +495,7 @@ def run_simulation(
     try:
         state = read_live() if nodes_from == "live" else load_snapshot(nodes_from)
         try:
-            current, source = algorithm_for(name, state.policies, policy_config_file)
+            current, source, _ = algorithm_for(name, state.policies, policy_config_file, leases=state.leases)
         except PolicyError as exc:
             raise click.ClickException(f"current policy: {exc}") from exc
         try:

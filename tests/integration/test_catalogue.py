@@ -160,7 +160,7 @@ async def test_taints_and_tolerations(api: ApiClient, namespace: str, kubesched:
     message = await _failed_message(api, namespace, "not-tolerated")
     assert message == (
         "0/3 nodes are available: 1 node(s) had taint {dedicated: db}, that the pod didn't tolerate, "
-        "2 node(s) didn't match Pod's node affinity."
+        "2 node(s) didn't match Pod's node affinity/selector."
     )
 
 
@@ -424,7 +424,7 @@ async def test_explain_names_every_reason_and_uses_the_scheduler_policy(
     rejected = {r["node"]: [(x["by"], x["reason"]) for x in r["reasons"]] for r in result["rejected"]}
     assert rejected == {
         "why-cordoned": [("CheckNodeUnschedulable", "node(s) were unschedulable")],
-        "why-hdd": [("MatchNodeSelector", "node(s) didn't match Pod's node affinity")],
+        "why-hdd": [("MatchNodeSelector", "node(s) didn't match Pod's node affinity/selector")],
         "why-ok": [("PodFitsResources", "Insufficient cpu")],
         "why-small": [("PodFitsResources", "Insufficient cpu")],
         "why-tainted": [

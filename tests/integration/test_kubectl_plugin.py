@@ -16,14 +16,20 @@ import pytest_asyncio
 import yaml
 from kubernetes_asyncio.client import ApiClient
 
+from kubesched.kube.client import request
+from kubesched.policy.compile import compile_policy
+from kubesched.policy.files import load_policy_file
 from kubesched_dev.devcluster import LocalControlPlane
 from kubesched_dev.fixtures import create_nodes, create_pods, make_node, make_pod
 
+from .kubeapi import wait_bound
+from .kubesched_process import KubeschedProcess
 from .test_readme import block, commands, shop  # noqa: F401  # shop: the README's pod, a fixture
 
 VENV_BIN = Path(sys.executable).parent
 PLUGIN = VENV_BIN / "kubectl-kubesched"
 UNFIT = {"node": "", "reasons": [{"by": "PodFitsResources", "reason": "Insufficient cpu"}]}
+SEED_POLICY = Path(__file__).parents[2] / "examples" / "policies" / "seed-policy.json"
 
 
 def run(argv: list[str], kubeconfig: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -155,3 +161,47 @@ async def test_kubectl_kubesched_explain_prints_what_the_readme_shows(
     result = await asyncio.to_thread(run, argv, control_plane.kubeconfig)
     assert result.returncode == 0, result.stderr
     assert result.stdout == block("explain-output") + "\n"
+
+
+async def test_explain_judges_with_the_policy_file_the_running_scheduler_publishes(
+    api: ApiClient, control_plane: LocalControlPlane, namespace: str, tmp_path: Path
+) -> None:
+    """`make run`'s case: the scheduler runs a policy file and no SchedulerPolicy names it. Its
+    leader publishes the file on its Lease, and explain, given nothing, judges with it."""
+    name = f"ks-{namespace}"
+    await create_nodes(api, [make_node("pa", cpu="4"), make_node("pb", cpu="8")])
+    args = ["--policy-config-file", str(SEED_POLICY)]
+    with KubeschedProcess(control_plane.kubeconfig, name, tmp_path, args) as scheduler:
+        scheduler.wait_for_log("leader_elected")
+        await create_pods(api, [make_pod("web", namespace, name, cpu="1")])
+        await wait_bound(api, namespace, 1)
+        explained = await explain_json(f"{namespace}/web", kubeconfig=control_plane.kubeconfig)
+    runs = compile_policy(load_policy_file(SEED_POLICY))
+    assert explained["policy"] == f"{SEED_POLICY}, published on Lease kube-system/{name}"
+    assert "warnings" in explained and explained["warnings"] == []
+    assert explained["message"].startswith("bound to pb; judged as if it were pending now: ")
+    for node in explained["feasible"]:
+        ran = [(w.label, w.weight) for w in runs.priorities]
+        assert [(p["priority"], p["weight"]) for p in node["priorities"]] == ran
+    # Released on shutdown, the Lease still tells which policy its last leader ran.
+    table = await plugin("explain", f"{namespace}/web", kubeconfig=control_plane.kubeconfig)
+    assert table.splitlines()[0].endswith(
+        f"policy {SEED_POLICY}, published on Lease kube-system/{name}, released   2 node(s)"
+    )
+    assert "WARNING" not in table
+    await request(api, "DELETE", f"/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/{name}")
+
+
+async def test_explain_says_loudly_when_no_scheduler_publishes_its_policy(
+    control_plane: LocalControlPlane, namespace: str, big: str
+) -> None:
+    table = await plugin("explain", f"{namespace}/big", kubeconfig=control_plane.kubeconfig)
+    lines = table.splitlines()
+    assert lines[0].startswith(
+        f"Pod {namespace}/big   scheduler {big}   policy built-in default (kube-scheduler 1.20)"
+    )
+    assert lines[2] == (
+        f"WARNING: the scheduler's policy is unknown: no Lease publishes the policy of scheduler {big} "
+        "(it is not running, runs without leader election, or is older than this explain); judged with "
+        "the built-in default (kube-scheduler 1.20) instead"
+    )

@@ -15,6 +15,7 @@ from kubesched.algorithm.generic import FitError
 from kubesched.model.nodeinfo import ClusterObjects, Snapshot
 from kubesched.model.objects import Pod
 from kubesched.policy.compile import compile_policy
+from kubesched.policy.published import MAX_CONTENT, lease_annotations
 from kubesched.tools.explain import (
     BOUND,
     DOES_NOT_FIT,
@@ -22,6 +23,7 @@ from kubesched.tools.explain import (
     GATED,
     PLACED,
     GroupMember,
+    Rejection,
     explain,
     explain_snapshot,
     render_json,
@@ -60,11 +62,11 @@ def test_every_predicate_on_every_node_and_every_priority_on_the_feasible_ones()
     rejected = {r.node: r.reasons for r in result.rejected}
     assert rejected == {
         "small": (("PodFitsResources", "Insufficient cpu"),),
-        "hdd": (("MatchNodeSelector", "node(s) didn't match Pod's node affinity"),),
+        "hdd": (("MatchNodeSelector", "node(s) didn't match Pod's node affinity/selector"),),
         "tainted": (("PodToleratesNodeTaints", "node(s) had taint {k: v}, that the pod didn't tolerate"),),
         # Checked all the way, unlike a scheduling cycle without alwaysCheckAllPredicates.
         "both": (
-            ("MatchNodeSelector", "node(s) didn't match Pod's node affinity"),
+            ("MatchNodeSelector", "node(s) didn't match Pod's node affinity/selector"),
             ("PodFitsResources", "Insufficient cpu"),
         ),
     }
@@ -87,7 +89,7 @@ def test_the_message_counts_what_the_scheduler_would_count() -> None:
     # message of the scheduler's FailedScheduling event.
     assert (
         result.message
-        == "0/6 nodes are available: 2 node(s) didn't match Pod's node affinity, 4 Insufficient cpu."
+        == "0/6 nodes are available: 2 node(s) didn't match Pod's node affinity/selector, 4 Insufficient cpu."
     )
     with pytest.raises(FitError) as caught:
         POLICY.schedule(impossible, CLUSTER, random.Random(0))
@@ -107,7 +109,7 @@ def test_table_and_json() -> None:
     assert document["rejected"][0] == {
         "node": "both",
         "reasons": [
-            {"by": "MatchNodeSelector", "reason": "node(s) didn't match Pod's node affinity"},
+            {"by": "MatchNodeSelector", "reason": "node(s) didn't match Pod's node affinity/selector"},
             {"by": "PodFitsResources", "reason": "Insufficient cpu"},
         ],
     }
@@ -274,3 +276,92 @@ def test_explain_finds_the_members_in_the_cluster_state() -> None:
         "pod group default/train: only 3 of 4 members can be placed: "
         "0/2 nodes are available: 2 Insufficient cpu."
     )
+
+
+# ------------------------------------------------------------------------- bound pods, names, policy
+
+
+def test_a_bound_pod_is_judged_as_if_pending_and_the_headline_says_where_it_is_bound() -> None:
+    """The scheduler judges pending pods only: a bound pod's spec.nodeName would have HostName reject
+    every other node, which says nothing of why it went there."""
+    with_hostname = compile_policy({"predicates": [{"name": "HostName"}, {"name": "PodFitsResources"}]})
+    nodes = [make_node("a", cpu="1"), make_node("b", cpu="4"), make_node("c", cpu="8")]
+    state = ClusterState(nodes, [make_pod("web", cpu="2", node_name="b")], {}, [])
+    result = explain_snapshot(state, "default", "web", None, None)
+    assert result.rejected == (Rejection("a", (("PodFitsResources", "Insufficient cpu"),)),)
+    assert result.message == "bound to b; judged as if it were pending now: would be scheduled on c"
+    assert (
+        result.notes[0]
+        == "spec.nodeName names b; it is ignored here, or HostName would reject every other node"
+    )
+    hosted = explain(with_hostname, model_pod("web", cpu="2", node_name="busy"), CLUSTER)
+    assert all(by != "HostName" for r in hosted.rejected for by, _ in r.reasons)
+    assert hosted.message.startswith("bound to busy; judged as if it were pending now: would be scheduled on")
+
+
+def test_the_headline_and_the_table_both_name_the_node_selector() -> None:
+    """A pod with a nodeSelector and no affinity: MatchNodeSelector's reason names the selector, in
+    the table and in the FailedScheduling message above it."""
+    result = explain(POLICY, model_pod("web", nodeSelector={"disk": "nvme"}), CLUSTER)
+    assert result.message == "0/6 nodes are available: 6 node(s) didn't match Pod's node affinity/selector."
+    assert {reason for r in result.rejected for by, reason in r.reasons if by == "MatchNodeSelector"} == {
+        "node(s) didn't match Pod's node affinity/selector"
+    }
+
+
+def published_lease(
+    annotations: dict[str, str], holder: str = "kubesched-0_abc", namespace: str = "ks"
+) -> Any:
+    return {
+        "metadata": {"name": "kubesched", "namespace": namespace, "annotations": annotations},
+        "spec": {"holderIdentity": holder, "renewTime": "2024-01-01T00:00:00.000000Z"},
+    }
+
+
+def test_explain_judges_with_the_policy_the_scheduler_publishes_on_its_lease() -> None:
+    policy = {
+        "kind": "Policy",
+        "apiVersion": "v1",
+        "priorities": [{"name": "MostRequestedPriority", "weight": 3}],
+    }
+    annotations = lease_annotations("kubesched", "/etc/kubesched/policy.json", json.dumps(policy))
+    state = ClusterState([make_node("a")], [make_pod("web")], {}, [], leases=[published_lease(annotations)])
+    result = explain_snapshot(state, "default", "web", None, None)
+    assert [(p.priority, p.weight) for p in result.feasible[0].priorities] == [("MostRequestedPriority", 3)]
+    assert result.policy == "/etc/kubesched/policy.json, published on Lease ks/kubesched"
+    assert result.warnings == ()
+
+    # The built-in default, said so by the scheduler: no warning either.
+    state = ClusterState(
+        [make_node("a")],
+        [make_pod("web")],
+        {},
+        [],
+        leases=[published_lease(lease_annotations("kubesched", None, ""))],
+    )
+    result = explain_snapshot(state, "default", "web", None, None)
+    assert result.policy == "built-in default (kube-scheduler 1.20), published on Lease ks/kubesched"
+    assert result.warnings == ()
+
+
+@pytest.mark.parametrize(
+    ("leases", "why"),
+    [
+        (None, "Leases are not readable with these credentials"),
+        ([], "no Lease publishes the policy of scheduler kubesched"),
+        (
+            [published_lease(lease_annotations("kubesched", "big.json", "#" * (MAX_CONTENT + 1)))],
+            f"its Lease ks/kubesched says big.json (not published: {MAX_CONTENT + 1} bytes, "
+            f"over {MAX_CONTENT})",
+        ),
+    ],
+)
+def test_explain_warns_when_it_cannot_know_the_schedulers_policy(leases: Any, why: str) -> None:
+    state = ClusterState([make_node("a")], [make_pod("web")], {}, [], leases=leases)
+    result = explain_snapshot(state, "default", "web", None, None)
+    (warning,) = result.warnings
+    assert warning.startswith(f"the scheduler's policy is unknown: {why}")
+    assert warning.endswith("; judged with the built-in default (kube-scheduler 1.20) instead")
+    assert result.policy == "built-in default (kube-scheduler 1.20)"
+    assert render_table(result).splitlines()[2] == f"WARNING: {warning}"
+    assert json.loads(render_json(result))["warnings"] == [warning]

@@ -521,8 +521,23 @@ def test_an_overcommitted_node_frees_nothing_but_takes_nothing_from_the_others()
 def test_shortfall_names_each_resource_it_cannot_cover() -> None:
     needed = Resource(milli_cpu=64_000, memory=2048, scalar={"example.com/gpu": 2})
     free = Resource(milli_cpu=40_500, memory=4096, scalar={})
-    assert shortfall(needed, free) == ["cpu 64 needed, 40500m free", "example.com/gpu 2 needed, 0 free"]
+    assert shortfall(needed, free) == ["cpu 64000m needed, 40500m free", "example.com/gpu 2 needed, 0 free"]
     assert shortfall(free, free) == []
+
+
+def test_shortfall_writes_needed_and_free_in_one_unit() -> None:
+    """ "cpu 100 needed, 14900m free" read as 100 millicores; bytes read as nothing at all."""
+    needed = Resource(milli_cpu=100_000, memory=2 << 30, ephemeral_storage=3 << 30)
+    free = Resource(milli_cpu=14_900, memory=512 << 20, ephemeral_storage=1_000_000_000)
+    assert shortfall(needed, free) == [
+        "cpu 100000m needed, 14900m free",
+        "memory 2048Mi needed, 512Mi free",
+        f"ephemeral-storage {3 << 30} needed, 1000000000 free",
+    ]
+    assert shortfall(Resource(milli_cpu=2000, memory=1 << 30), Resource()) == [
+        "cpu 2 needed, 0 free",
+        "memory 1Gi needed, 0Gi free",
+    ]
 
 
 # ----------------------------------------------------------------------------------- preemption

@@ -46,8 +46,8 @@ def test_fit_error_message_counts_and_sorts_reasons_as_strings() -> None:
         },
     )
     expected = (
-        "0/5 nodes are available: 1 Insufficient memory, 2 node(s) didn't match Pod's node affinity, "
-        "3 Insufficient cpu."
+        "0/5 nodes are available: 1 Insufficient memory, "
+        "2 node(s) didn't match Pod's node affinity/selector, 3 Insufficient cpu."
     )
     assert error.summary() == expected
     assert str(error) == expected
@@ -77,7 +77,7 @@ def test_schedule_raises_the_kube_scheduler_message() -> None:
     with pytest.raises(FitError) as caught:
         SEED.schedule(model_pod(cpu="2", nodeSelector={"disk": "ssd"}), snap, RNG)
     assert str(caught.value) == (
-        "0/5 nodes are available: 2 node(s) didn't match Pod's node affinity, 3 Insufficient cpu."
+        "0/5 nodes are available: 2 node(s) didn't match Pod's node affinity/selector, 3 Insufficient cpu."
     )
     assert caught.value.num_all_nodes == 5
     assert caught.value.node_reasons["a"] == (ERR_REASON_NODE_AFFINITY,)

@@ -59,10 +59,16 @@ def test_pods_becoming_schedulable_or_not_are_listed_with_the_reason() -> None:
     result = simulate(state(pending=0, extra=[picky]), NO_SELECTOR, default_algorithm(), scheduler_name=OWN)
     (placement,) = result.newly_schedulable
     assert placement.pod == "default/picky" and placement.candidate in ("a", "b", "c")
-    assert placement.current_reason == "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity."
+    assert (
+        placement.current_reason
+        == "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."
+    )
     reverse = simulate(state(pending=0, extra=[picky]), default_algorithm(), NO_SELECTOR, scheduler_name=OWN)
     (placement,) = reverse.newly_unschedulable
-    assert placement.candidate is None and "didn't match Pod's node affinity" in placement.candidate_reason
+    assert (
+        placement.candidate is None
+        and "didn't match Pod's node affinity/selector" in placement.candidate_reason
+    )
     assert reverse.as_dict()["newlyUnschedulable"] == ["default/picky"]
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from kubesched.algorithm import preemption
 from kubesched.algorithm.generic import Algorithm, FitError, ScheduleResult
@@ -103,26 +103,30 @@ def free_resources(snapshot: Snapshot) -> Resource:
     return free
 
 
+Units = tuple[tuple[str, int], ...]
+
+# (suffix, size) from the largest; cpu is counted in millicores, the others in units.
+_CPU_UNITS: Final[Units] = (("", 1000), ("m", 1))
+_BYTE_UNITS: Final[Units] = (("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10))
+
+
 def shortfall(needed: Resource, free: Resource) -> list[str]:
-    """ "cpu 64 needed, 40 free" for each resource `free` cannot cover."""
+    """ "cpu 64 needed, 40 free" for each resource `free` cannot cover, both in one unit."""
     gaps: list[str] = []
-    pairs = [
-        ("cpu", needed.milli_cpu, free.milli_cpu, True),
-        ("memory", needed.memory, free.memory, False),
-        ("ephemeral-storage", needed.ephemeral_storage, free.ephemeral_storage, False),
-        ("pods", needed.allowed_pods, free.allowed_pods, False),
-        *((name, amount, free.scalar.get(name, 0), False) for name, amount in sorted(needed.scalar.items())),
+    pairs: list[tuple[str, int, int, Units]] = [
+        ("cpu", needed.milli_cpu, free.milli_cpu, _CPU_UNITS),
+        ("memory", needed.memory, free.memory, _BYTE_UNITS),
+        ("ephemeral-storage", needed.ephemeral_storage, free.ephemeral_storage, _BYTE_UNITS),
+        ("pods", needed.allowed_pods, free.allowed_pods, ()),
+        *((name, amount, free.scalar.get(name, 0), ()) for name, amount in sorted(needed.scalar.items())),
     ]
-    for name, want, have, milli in pairs:
+    for name, want, have, units in pairs:
         if want > have:
-            gaps.append(f"{name} {_amount(want, milli)} needed, {_amount(max(have, 0), milli)} free")
+            have = max(have, 0)
+            # The largest unit that writes both exactly: "cpu 100 needed, 14900m free" reads as 100m.
+            suffix, size = next(((u, n) for u, n in units if want % n == 0 and have % n == 0), ("", 1))
+            gaps.append(f"{name} {want // size}{suffix} needed, {have // size}{suffix} free")
     return gaps
-
-
-def _amount(value: int, milli: bool) -> str:
-    if milli:
-        return f"{value // 1000}" if value % 1000 == 0 else f"{value}m"
-    return str(value)
 
 
 def precheck(

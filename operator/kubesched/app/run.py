@@ -41,9 +41,10 @@ from kubesched.kube.events import Recorder
 from kubesched.kube.eviction import Evictor
 from kubesched.kube.extender_transport import HTTPTransport
 from kubesched.kube.podgroup_status import PodGroupStatusWriter
-from kubesched.policy.compile import compile_policy, default_algorithm
+from kubesched.policy.compile import compile_policy, default_algorithm, parse_policy_text
 from kubesched.policy.controller import PolicyController, PolicyStatusWriter
-from kubesched.policy.files import load_policy_file
+from kubesched.policy.files import read_policy_text
+from kubesched.policy.published import lease_annotations
 from kubesched.policy.shadow import ShadowRunner
 from kubesched.policy.shadow_status import ShadowReporter
 from kubesched.policy.store import PolicyStore
@@ -75,16 +76,19 @@ def step(what: str) -> Iterator[None]:
         raise StartupError(f"{what}: {_one_line(exc)}") from exc
 
 
-def base_algorithm(settings: RunSettings) -> Algorithm:
-    """The policy file's algorithm (kube-scheduler 1.20's defaults without one)."""
+def base_algorithm(settings: RunSettings) -> tuple[Algorithm, dict[str, str]]:
+    """The policy file's algorithm (kube-scheduler 1.20's defaults without one), and the Lease
+    annotations that publish it, from one read of the file."""
     scheduling = settings.scheduling
-    if scheduling.policy_config_file:
-        algorithm = compile_policy(load_policy_file(scheduling.policy_config_file), transport=HTTPTransport)
+    path, text = scheduling.policy_config_file, ""
+    if path:
+        text = read_policy_text(path)
+        algorithm = compile_policy(parse_policy_text(text, str(path)), transport=HTTPTransport)
     else:
         algorithm = default_algorithm()
     if scheduling.percentage_of_nodes_to_score is not None:
         algorithm = replace(algorithm, percentage_of_nodes_to_score=scheduling.percentage_of_nodes_to_score)
-    return algorithm
+    return algorithm, lease_annotations(scheduling.scheduler_name, path or None, text)
 
 
 async def run_scheduler(settings: RunSettings) -> None:
@@ -93,7 +97,7 @@ async def run_scheduler(settings: RunSettings) -> None:
     Raises StartupError when a start-up step fails, once what had started is closed; exits with
     status 1 when the scheduling loop fails. The process is tuned by its command (app/tuning.py);
     the collector, if held, is released once every listed pod is fed."""
-    algorithm = base_algorithm(settings)
+    algorithm, published = base_algorithm(settings)
     stopping = asyncio.Event()
     async with AsyncExitStack() as stack:
         stack.callback(gc.enable)  # held until the initial sync, which a failed start never ends
@@ -102,7 +106,7 @@ async def run_scheduler(settings: RunSettings) -> None:
         with step(f"reading {_kubeconfig_named(settings.connection.kubeconfig)}"):
             conf = await load_configuration(settings.connection.kubeconfig)
         conf.connection_pool_maxsize = settings.scheduling.bind_concurrency + SPARE_CONNECTIONS
-        ended = await _start(stack, settings, algorithm, conf, stopping)
+        ended = await _start(stack, settings, algorithm, published, conf, stopping)
         failed = await ended
     log.info("stopped")
     if failed:
@@ -113,6 +117,7 @@ async def _start(
     stack: AsyncExitStack,
     settings: RunSettings,
     algorithm: Algorithm,
+    published: dict[str, str],
     conf: Configuration,
     stopping: asyncio.Event,
 ) -> Awaitable[bool]:
@@ -141,7 +146,7 @@ async def _start(
     await _background(stack, group_statuses.run(), "podgroup-status-writer")
     stack.push_async_callback(group_statuses.close)  # before its task is cancelled: a last round
     election = settings.election.config(scheduling_settings.scheduler_name)
-    elector = ElectionThread(conf, election) if election else None
+    elector = ElectionThread(conf, election, published) if election else None
     may_act = elector.is_leader if elector else None
     evictor = Evictor(api, limiter, recorder, may_act=may_act)
     stack.push_async_callback(evictor.close)  # before the recorder: an eviction posts its event there

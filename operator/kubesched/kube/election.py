@@ -370,9 +370,12 @@ class LeaderElector:
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], datetime] = lambda: datetime.now(UTC),
         rng: random.Random | None = None,
+        annotations: Mapping[str, str] | None = None,
     ) -> None:
+        """`annotations` go on the Lease with every write of ours (a write replaces the Lease whole)."""
         self.config = config
         self.state = ElectionState(config)
+        self._annotations = dict(annotations or {})
         self._api = api
         self._clock = clock
         self._wall = wall
@@ -547,6 +550,8 @@ class LeaderElector:
         metadata: dict[str, Any] = {"name": self.config.name, "namespace": self.config.namespace}
         if resource_version:
             metadata["resourceVersion"] = resource_version
+        if self._annotations:
+            metadata["annotations"] = self._annotations
         return {
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
@@ -604,9 +609,12 @@ class ElectionThread:
     loop, stops answering, and a liveness probe restarts the process.
     """
 
-    def __init__(self, conf: Configuration, config: ElectionConfig) -> None:
+    def __init__(
+        self, conf: Configuration, config: ElectionConfig, annotations: Mapping[str, str] | None = None
+    ) -> None:
         self.config = config
         self._conf = conf
+        self._annotations = annotations
         self._elector: LeaderElector | None = None
         self._lead: Callable[[], Coroutine[Any, Any, None]] | None = None
         self._main_loop: asyncio.AbstractEventLoop | None = None
@@ -660,7 +668,7 @@ class ElectionThread:
         if self._stop_requested.is_set():
             return
         async with api_client(self._conf) as api:
-            self._elector = LeaderElector(api, self.config)
+            self._elector = LeaderElector(api, self.config, annotations=self._annotations)
             runner = asyncio.create_task(self._elector.run(self._term), name="election")
             stop = asyncio.create_task(self._stop.wait())
             await asyncio.wait({runner, stop}, return_when=asyncio.FIRST_COMPLETED)

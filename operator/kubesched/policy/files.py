@@ -10,12 +10,15 @@ from kubesched.policy.compile import PolicyError, parse_policy_text
 
 def load_policy_file(path: str | Path) -> dict[str, Any]:
     """Read a Policy file (JSON or YAML); raises PolicyError naming the file when it is unusable."""
-    source = str(path)
+    return parse_policy_text(read_policy_text(path), str(path))
+
+
+def read_policy_text(path: str | Path) -> str:
+    """A Policy file's text; raises PolicyError naming the file when it cannot be read."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        return Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise PolicyError(source, f"cannot read policy file: {exc}") from exc
-    return parse_policy_text(text, source)
+        raise PolicyError(str(path), f"cannot read policy file: {exc}") from exc
 
 
-__all__ = ["load_policy_file"]
+__all__ = ["load_policy_file", "read_policy_text"]

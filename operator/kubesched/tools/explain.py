@@ -19,7 +19,11 @@ is the members' FailedScheduling message ("pod group ns/name: only 5 of 8 member
 The cluster state comes from the API server (tools/snapshot.read_cluster, the scheduler's start-up
 LISTs) or from a file `kubesched snapshot save` wrote; `algorithm_for` finds the policy the
 scheduler would run for the pod: the active SchedulerPolicy for its scheduler name, else the
-policy file given, else the built-in default.
+policy file given, else the one the scheduler's leader publishes on its Lease (policy/published.py),
+else the built-in default, with a warning that the scheduler's policy is unknown.
+
+A bound pod is judged as if it were pending now: the scheduler only ever judges pending pods, and
+its spec.nodeName would have HostName reject every other node.
 """
 
 from __future__ import annotations
@@ -63,6 +67,7 @@ from kubesched.plugins.node_validity import ValidNode
 from kubesched.plugins.scheduling_gates import pre_enqueue
 from kubesched.policy.compile import compile_policy, default_algorithm
 from kubesched.policy.files import load_policy_file
+from kubesched.policy.published import DEFAULT_SOURCE, published_policy
 from kubesched.policy.store import PolicyStore
 from kubesched.tools.simulate import queue_order
 from kubesched.tools.snapshot import ClusterState, read_cluster
@@ -141,6 +146,7 @@ class Explanation:
     feasible: tuple[NodeScore, ...]  # best first
     notes: tuple[str, ...] = field(default=())
     group: GroupExplanation | None = None  # the pod's PodGroup, when it belongs to one
+    warnings: tuple[str, ...] = field(default=())  # e.g. the scheduler's policy is unknown
 
     @property
     def best(self) -> tuple[str, ...]:
@@ -196,22 +202,30 @@ def explain(
 ) -> Explanation:
     """Every node's verdict for `pod` under `algorithm`; calls the extenders, binds nothing.
 
-    A gated pod is judged as it would be once its gates are gone; the message says it waits. For a
-    member of a PodGroup, `pending` are the pending pods that may be its fellow members (others are
-    ignored): the group's section says what trying them with it gives, and when the group would
-    not be placed, the message is the members' FailedScheduling message.
+    A bound pod is judged as if it were pending, its spec.nodeName ignored; the message says where
+    it is bound. A gated pod is judged as it would be once its gates are gone; the message says it
+    waits. For a member of a PodGroup, `pending` are the pending pods that may be its fellow members
+    (others are ignored): the group's section says what trying them with it gives, and when the
+    group would not be placed, the message is the members' FailedScheduling message.
     """
+    bound = pod.node_name
+    if bound:
+        pod = dataclasses.replace(pod, node_name="")
     found = _explain(algorithm, pod, snapshot, scheduler_name=scheduler_name, policy=policy)
     if group_key(pod):
         group = explain_group(algorithm, pod, snapshot, pending)
         message = found.message if group.placed else group.message
         found = dataclasses.replace(found, message=message, group=group)
     gates = pre_enqueue(pod)
-    if gates is None:
-        return found
-    message = f"not scheduled: {gates} (the scheduler does not try it until they are removed)"
-    notes = (f"without the gates: {found.message}", *found.notes)
-    return dataclasses.replace(found, message=message, notes=notes)
+    if gates is not None:
+        message = f"not scheduled: {gates} (the scheduler does not try it until they are removed)"
+        notes = (f"without the gates: {found.message}", *found.notes)
+        found = dataclasses.replace(found, message=message, notes=notes)
+    if bound:
+        message = f"bound to {bound}; judged as if it were pending now: {found.message}"
+        note = f"spec.nodeName names {bound}; it is ignored here, or HostName would reject every other node"
+        found = dataclasses.replace(found, message=message, notes=(note, *found.notes))
+    return found
 
 
 def explain_group(
@@ -349,8 +363,6 @@ def _explain(
             message = f"would be scheduled on one of {', '.join(best)} (tied, picked at random)"
         if len(feasible) == 1:
             notes.append("only one node fits: the scheduler takes it without scoring")
-    if pod.node_name:
-        notes.append(f"the pod is already bound to {pod.node_name}; it was left out of the cluster state")
     return Explanation(
         key,
         scheduler_name,
@@ -417,6 +429,7 @@ def render_table(explanation: Explanation) -> str:
         f"Pod {e.pod}   scheduler {e.scheduler_name or '-'}   policy {e.policy or '-'}   {e.nodes} node(s)",
         e.message,
     ]
+    lines.extend(f"WARNING: {warning}" for warning in e.warnings)
     lines.extend(f"note: {note}" for note in e.notes)
     if e.group is not None:
         lines += ["", *_group_lines(e.group, e.message)]
@@ -473,19 +486,39 @@ def algorithm_for(
     policies: Sequence[Mapping[str, Any]] | None,
     policy_file: Path | None,
     transport: TransportFactory | None = HTTPTransport,
-) -> tuple[Algorithm, str]:
-    """The policy the scheduler runs for `scheduler_name`, and where it comes from; its extenders
-    are called through `transport` (by default over HTTP, as the scheduler calls them)."""
+    leases: Sequence[Mapping[str, Any]] | None = None,
+) -> tuple[Algorithm, str, str]:
+    """The policy the scheduler runs for `scheduler_name`, where it comes from, and a warning when
+    that is unknown ("" otherwise): the built-in default is then a guess. `leases` are those of
+    ClusterState.leases; the extenders are called through `transport` (by default over HTTP, as
+    the scheduler calls them)."""
     if policies:
         store = PolicyStore(scheduler_name, transport)
         for raw in policies:
             store.upsert(raw)
         active = store.active().get(scheduler_name)
         if active is not None:
-            return active.algorithm, f"SchedulerPolicy {active.policy} (generation {active.generation})"
+            return active.algorithm, f"SchedulerPolicy {active.policy} (generation {active.generation})", ""
     if policy_file is not None:
-        return compile_policy(load_policy_file(policy_file), transport=transport), str(policy_file)
-    return default_algorithm(), "built-in default (kube-scheduler 1.20)"
+        return compile_policy(load_policy_file(policy_file), transport=transport), str(policy_file), ""
+    published = None if leases is None else published_policy(leases, scheduler_name)
+    if published is not None and published.known:
+        where = f"published on Lease {published.lease}" + ("" if published.holder else ", released")
+        source = f"{published.source}, {where}"
+        if published.policy is None:
+            return default_algorithm(), source, ""
+        return compile_policy(published.policy, transport=transport), source, ""
+    if leases is None:
+        why = "Leases are not readable with these credentials"
+    elif published is None:
+        why = (
+            f"no Lease publishes the policy of scheduler {scheduler_name} (it is not running, runs "
+            "without leader election, or is older than this explain)"
+        )
+    else:
+        why = f"its Lease {published.lease} says {published.source}"
+    warning = f"the scheduler's policy is unknown: {why}; judged with the {DEFAULT_SOURCE} instead"
+    return default_algorithm(), DEFAULT_SOURCE, warning
 
 
 class PodNotFound(LookupError):
@@ -531,14 +564,15 @@ def explain_in_state(
 ) -> Explanation:
     pod = pod_from_dict(raw)
     name_used = scheduler_name or pod.scheduler_name
-    algorithm, source = algorithm_for(name_used, state.policies, policy_file)
+    algorithm, source, warning = algorithm_for(name_used, state.policies, policy_file, leases=state.leases)
     # A bound pod must not count against the nodes it is judged on.
     cache = state.cache(leave_out=frozenset({pod.uid}))
     pending = _pending_members(state, pod)
     try:
-        return explain(
+        found = explain(
             algorithm, pod, cache.snapshot(), scheduler_name=name_used, policy=source, pending=pending
         )
+        return dataclasses.replace(found, warnings=(warning,)) if warning else found
     finally:
         for extender in algorithm.extenders:
             extender.close()

@@ -1,16 +1,17 @@
 """The cluster state the scheduler sees, read live or saved to a file, so a decision can be replayed.
 
 `read_cluster` makes the scheduler's start-up LISTs (the objects the plugins read, nodes, every
-non-terminal pod, bound or pending) plus the SchedulerPolicies; `kubesched snapshot save` writes
-that as one JSON document, and `simulate --nodes-from FILE` and `explain --snapshot FILE` read it
-back. The document holds the raw API objects (managedFields dropped), in listing order: node order
-matters to the scheduler (the search for feasible nodes starts where the last one stopped), and
-pod order is the order in which the scheduler's queue received them.
+non-terminal pod, bound or pending) plus the SchedulerPolicies and the Leases on which kubesched
+leaders publish their policy; `kubesched snapshot save` writes that as one JSON document, and
+`simulate --nodes-from FILE` and `explain --snapshot FILE` read it back. The document holds the
+raw API objects (managedFields dropped), in listing order: node order matters to the scheduler
+(the search for feasible nodes starts where the last one stopped), and pod order is the order in
+which the scheduler's queue received them.
 
     {"apiVersion": "kubesched.io/v1alpha1", "kind": "ClusterSnapshot", "version": 1,
      "savedAt": "...", "source": "https://...",
      "nodes": [...], "pods": [...], "objects": {"Service": [...], "PersistentVolume": [...], ...},
-     "schedulerPolicies": [...] | null}
+     "schedulerPolicies": [...] | null, "schedulerLeases": [...] | null}
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from kubesched.kube.events import now_rfc3339
 from kubesched.kube.listing import NotServed, list_all
 from kubesched.model.kinds import BUDGET_KIND, NODES, OBJECT_FIELDS, OBJECT_KIND_NAMES, PODS, WATCHED_OBJECTS
 from kubesched.model.objects import node_from_dict, pod_from_dict
+from kubesched.policy.published import SCHEDULER_ANNOTATION
 from kubesched.policy.store import API_GROUP, API_VERSION, PLURAL
 from kubesched.runtime.cache import SchedulerCache
 
@@ -36,6 +38,7 @@ SNAPSHOT_API_VERSION: Final = f"{API_GROUP}/{API_VERSION}"
 SNAPSHOT_KIND: Final = "ClusterSnapshot"
 FORMAT_VERSION: Final = 1
 STDIO: Final = ("-", "/dev/stdin", "/dev/stdout")
+LEASES: Final = "/apis/coordination.k8s.io/v1/leases"
 
 
 class SnapshotError(ValueError):
@@ -52,6 +55,8 @@ class ClusterState:
     policies: Sequence[Mapping[str, Any]] | None = None  # None: their CRD was not readable
     saved_at: str = ""
     source: str = ""
+    # The Leases on which kubesched leaders publish their policy; None: Leases were not readable.
+    leases: Sequence[Mapping[str, Any]] | None = None
 
     def cache(self, leave_out: frozenset[str] = frozenset()) -> SchedulerCache:
         """A cache filled as the start-up sync fills it: objects, nodes, then bound pods (uids in
@@ -89,6 +94,7 @@ class ClusterState:
             "pods": [_trimmed(o) for o in self.pods],
             "objects": {kind: [_trimmed(o) for o in items] for kind, items in self.objects.items()},
             "schedulerPolicies": None if self.policies is None else [_trimmed(o) for o in self.policies],
+            "schedulerLeases": None if self.leases is None else [_trimmed(o) for o in self.leases],
         }
 
     @classmethod
@@ -113,6 +119,9 @@ class ClusterState:
         policies = None
         if document.get("schedulerPolicies") is not None:
             policies = _objects(document, "schedulerPolicies")
+        leases = None  # absent from the snapshots of older versions
+        if document.get("schedulerLeases") is not None:
+            leases = _objects(document, "schedulerLeases")
         return cls(
             nodes,
             pods,
@@ -120,6 +129,7 @@ class ClusterState:
             policies,
             str(document.get("savedAt") or ""),
             str(document.get("source") or ""),
+            leases,
         )
 
 
@@ -157,6 +167,18 @@ async def scheduler_policies(api: Api) -> list[dict[str, Any]] | None:
     return await list_all(api, path)
 
 
+async def scheduler_leases(api: Api) -> list[dict[str, Any]] | None:
+    """The Leases that publish a kubesched leader's policy, or None when Leases are not readable."""
+    status, body = await request(api, "GET", LEASES, query=[("limit", 1)], timeout=30)
+    if status in (403, 404):
+        return None
+    if status >= 300:
+        raise RuntimeError(f"listing Leases failed: {status} {body}")
+    # Every node has a Lease in kube-node-lease: thousands, none of them a scheduler's.
+    leases = await list_all(api, LEASES, fieldSelector="metadata.namespace!=kube-node-lease")
+    return [lease for lease in leases if SCHEDULER_ANNOTATION in (lease["metadata"].get("annotations") or {})]
+
+
 async def read_cluster(api: Api) -> ClusterState:
     """The start-up sync's LISTs (objects, nodes, non-terminal pods) and the SchedulerPolicies."""
     objects: dict[str, dict[str, dict[str, Any]]] = {}
@@ -171,9 +193,10 @@ async def read_cluster(api: Api) -> ClusterState:
     nodes = await list_all(api, NODES.path, **NODES.query)
     pods = await list_all(api, PODS.path, **PODS.query)
     policies = await scheduler_policies(api)
+    leases = await scheduler_leases(api)
     source = str(getattr(api.configuration, "host", "") or "")
     by_kind = {kind: list(found.values()) for kind, found in objects.items()}
-    return ClusterState(nodes, pods, by_kind, policies, now_rfc3339(), source)
+    return ClusterState(nodes, pods, by_kind, policies, now_rfc3339(), source, leases)
 
 
 def save(state: ClusterState, path: str) -> None:

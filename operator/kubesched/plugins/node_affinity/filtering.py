@@ -17,7 +17,9 @@ from kubesched.model.selectors import NodeSelector, SelectorError
 from kubesched.model.table import BoolArray, NodeTable
 from kubesched.plugins.framework import FITS, SKIP, Predicate
 
-ERR_REASON_NODE_AFFINITY = "node(s) didn't match Pod's node affinity"
+# Newer kube-scheduler's words (1.20 said "node selector"): the predicate checks both, and a pod
+# may use either.
+ERR_REASON_NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
 
 _MATCHES_NOTHING = NodeSelector(())
 
