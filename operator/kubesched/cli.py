@@ -7,7 +7,8 @@ import asyncio
 import io
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
 
@@ -439,7 +440,8 @@ def explain(
             result = explain_snapshot(state, namespace, name, scheduler_name, policy_config_file)
         else:
             live = explain_live(kubeconfig, namespace, name, scheduler_name, policy_config_file)
-            result = asyncio.run(live)
+            with api_errors():
+                result = asyncio.run(live)
     except PodNotFound as exc:
         raise click.ClickException(str(exc)) from exc
     except PolicyError as exc:
@@ -456,11 +458,23 @@ def load_snapshot(path: str) -> Any:
         raise click.ClickException(str(exc)) from exc
 
 
+@contextmanager
+def api_errors() -> Iterator[None]:
+    """A kubeconfig that does not load, an API server that cannot be reached or says no: one line each."""
+    from aiohttp import ClientError
+
+    try:
+        yield
+    except (ClientError, OSError, RuntimeError) as exc:  # RuntimeError: kube.client.ConfigurationError too
+        raise click.ClickException(str(exc) or type(exc).__name__) from exc
+
+
 def _read_live(kubeconfig: str | None) -> Any:
     """The cluster state (a `ClusterState`) from the API server `kubeconfig` names."""
     from kubesched.tools.explain import read_live_state
 
-    return asyncio.run(read_live_state(kubeconfig))[0]
+    with api_errors():
+        return asyncio.run(read_live_state(kubeconfig))[0]
 
 
 def run_simulation(

@@ -21,8 +21,7 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TextIO
@@ -266,23 +265,12 @@ def _require_cluster(target: Target) -> None:
         raise click.ClickException(f"no current context in {target.kubeconfig}: give --context")
 
 
-@contextmanager
-def _api_errors() -> Iterator[None]:
-    """A kubeconfig that does not load, an API server that cannot be reached or says no: one line each."""
-    from aiohttp import ClientError
-
-    try:
-        yield
-    except (ClientError, OSError, RuntimeError) as exc:  # RuntimeError: kube.client.ConfigurationError too
-        raise click.ClickException(str(exc) or type(exc).__name__) from exc
-
-
 def read_live(target: Target, pod: tuple[str, str] | None = None) -> tuple[Any, dict[str, Any] | None]:
     """The cluster state (a `ClusterState`) and, when `pod` names one, that pod, through `target`."""
     from kubesched.tools.explain import read_live_state
 
     _require_cluster(target)
-    with _api_errors():
+    with cli.api_errors():
         return asyncio.run(read_live_state(target.kubeconfig, target.context, pod))
 
 

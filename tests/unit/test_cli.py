@@ -169,3 +169,32 @@ def test_run_fails_to_start_in_one_line(tmp_path: Path, case: str, text: str, wo
     if case == "not YAML":
         debug = subprocess.run([*argv[:-1], "debug"], capture_output=True, text=True, timeout=120)
         assert debug.returncode == 1 and "Traceback" in debug.stderr, debug.stderr
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["snapshot", "save", "-"],
+        ["explain", "default/web"],
+        ["simulate", "--policy", "-", "--nodes-from", "live"],
+    ],
+)
+@pytest.mark.parametrize("case", ["missing file", "no server there"])
+def test_reading_the_cluster_fails_in_one_line(tmp_path: Path, command: list[str], case: str) -> None:
+    """The commands that read the live cluster: a kubeconfig that is not there, or a server that does
+    not answer, is one `error:` line naming it, not a traceback."""
+    kubeconfig = tmp_path / "kubeconfig"
+    port = _closed_port()
+    if case == "no server there":
+        kubeconfig.write_text(
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+            f"clusters: [{{name: c, cluster: {{server: 'https://127.0.0.1:{port}',"
+            " insecure-skip-tls-verify: true}}]\n"
+            "users: [{name: c, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: c}}]\n"
+        )
+    policy = '{"kind": "Policy", "apiVersion": "v1"}'
+    result = CliRunner().invoke(main, [*command, "--kubeconfig", str(kubeconfig)], input=policy)
+    lines = result.stderr.strip().splitlines()
+    assert result.exit_code == 1, (result.output, result.exception)
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert (str(kubeconfig) if case == "missing file" else f"127.0.0.1:{port}") in lines[0], lines[0]

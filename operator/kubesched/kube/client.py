@@ -78,6 +78,9 @@ async def load_configuration(kubeconfig: str | None, context: str | None = None)
 
     generated = client.Configuration()
     path = kubeconfig or os.environ.get("KUBECONFIG")
+    if path and os.pathsep not in path and not os.path.exists(path):
+        # The generated loader would log it, then complain of a missing current-context.
+        raise ConfigurationError(f"no such kubeconfig file: {path}")
     try:
         if path:
             await config.load_kube_config(config_file=path, context=context, client_configuration=generated)
