@@ -213,6 +213,23 @@ SEED_POLICY: dict[str, Any] = json.loads(
 )
 
 
+def label_preference_policy(count: int, label_length: int = 20) -> dict[str, Any]:
+    """A valid SchedulerPolicy spec of `count` labelPreference priorities, each label `label_length`
+    characters: about (95 + label_length) * count bytes of JSON, to build policies of a given size."""
+    return {
+        "priorities": [
+            {
+                "name": f"prefer-{i:05d}",
+                "weight": 1,
+                "argument": {
+                    "labelPreference": {"label": f"{i:05d}".rjust(label_length, "l"), "presence": True}
+                },
+            }
+            for i in range(count)
+        ]
+    }
+
+
 def model_node(
     name: str,
     cpu: str = "4",

@@ -21,11 +21,12 @@ from kubernetes_asyncio.client import ApiClient
 from kubesched.kube.client import request
 from kubesched.policy.compile import compile_policy, default_algorithm
 from kubesched.policy.controller import PolicyController, PolicyStatusWriter
-from kubesched.policy.store import PolicyStore
+from kubesched.policy.store import MAX_SPEC_BYTES, PolicyStore
 from kubesched.runtime.scheduler import Scheduler, SchedulerSettings
 from kubesched_dev.fixtures import (
     create_nodes,
     create_pods,
+    label_preference_policy,
     make_node,
     make_pod,
     new_token_client,
@@ -488,6 +489,59 @@ async def test_the_schema_rejects_wrong_types_and_negative_weights(
     policies.names.add("bad")
     assert status == 422, message
     assert field in message
+
+
+async def test_a_huge_policy_is_refused_by_the_schema_with_its_limit(
+    api: ApiClient, policies: Policies
+) -> None:
+    # 1.3 MB: it used to be stored, compiled for seconds on the event loop and put in force, and
+    # then no status could be written (status.acceptedSpec doubled the object past etcd's limit).
+    spec = label_preference_policy(12_000)
+    policies.names.add("huge")
+    manifest = {
+        "apiVersion": "kubesched.io/v1alpha1",
+        "kind": "SchedulerPolicy",
+        "metadata": {"name": "huge"},
+        "spec": spec,
+    }
+    status, message = await request(api, "POST", POLICIES, manifest)
+    assert status == 422, message
+    limit = "spec.priorities: Invalid value: 12000: spec.priorities in body should have at most 1000 items"
+    assert limit in message
+
+
+def json_size(spec: Mapping[str, Any]) -> int:
+    return len(json.dumps(spec, separators=(",", ":")))
+
+
+async def test_a_policy_over_the_operator_limit_is_refused_and_the_previous_one_stays(
+    api: ApiClient, kubesched: KubeschedProcess, policies: Policies
+) -> None:
+    name = kubesched.scheduler_name
+    await policies.create("sized", {"schedulerName": name, "priorities": LEAST})
+    await policies.wait_status("sized", 1, "True", "True")
+
+    # Within the schema's limits, over the operator's: what an older CRD would let through.
+    huge = {"schedulerName": name, **label_preference_policy(1000, label_length=300)}
+    assert await policies.replace_spec("sized", huge) == 2
+    status = await policies.wait_status("sized", 2, "False", "True")
+    assert condition(status, "Accepted")["message"] == (
+        f"spec: is {json_size(huge)} bytes as JSON; the limit is {MAX_SPEC_BYTES}"
+    )
+    assert condition(status, "Active")["reason"] == "PreviousGenerationInForce"
+    assert status["acceptedSpec"] == {"schedulerName": name, "priorities": LEAST}
+    applied = [r["generation"] for r in log_records(kubesched, "profile_policy_applied")]
+    assert applied == [1], applied
+    assert len(log_records(kubesched, "policy_rejected")) == 1
+
+    # Near the limit: accepted, in force, and its status written without a copy of the spec.
+    near = {"schedulerName": name, **label_preference_policy(1000, label_length=160)}
+    assert MAX_SPEC_BYTES * 0.9 < json_size(near) <= MAX_SPEC_BYTES
+    assert await policies.replace_spec("sized", near) == 3
+    status = await policies.wait_status("sized", 3, "True", "True")
+    assert condition(status, "Active")["reason"] == "InForce"
+    assert status["acceptedGeneration"] == 3 and "acceptedSpec" not in status
+    assert not log_records(kubesched, "policy_status_failed")
 
 
 async def test_fields_the_schema_does_not_know_are_kept_for_the_operator_to_name(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,7 +12,17 @@ import pytest
 import yaml
 
 from kubesched.policy.compile import PolicyError, compile_policy, default_algorithm
-from kubesched.policy.store import ACCEPTED, ACTIVE, PolicyStore, compile_spec, merge_patch, policy_manifest
+from kubesched.policy.store import (
+    ACCEPTED,
+    ACTIVE,
+    MAX_SPEC_BYTES,
+    STATUS_COPY_BUDGET,
+    PolicyStore,
+    compile_spec,
+    merge_patch,
+    policy_manifest,
+)
+from kubesched_dev.fixtures import label_preference_policy
 
 OWN = "kubesched"
 T0 = "2024-01-01T00:00:00Z"
@@ -278,7 +289,55 @@ def test_nulls_in_the_spec_are_not_written_into_the_accepted_spec() -> None:
     # A merge patch drops nulls; writing them would make the status differ forever.
     store = PolicyStore(OWN)
     store.upsert(policy("p", {"predicates": [{"name": "PodFitsResources", "argument": None}]}))
+    store.upsert(policy("p", TYPO, generation=2))
     assert store.desired_status("p", T0)["acceptedSpec"] == {"predicates": [{"name": "PodFitsResources"}]}
+
+
+# ------------------------------------------------------------------------------------------- size
+
+
+def json_size(spec: Mapping[str, Any]) -> int:
+    return len(json.dumps(spec, separators=(",", ":")))
+
+
+def test_a_spec_over_the_size_limit_is_refused_and_the_previous_generation_stays() -> None:
+    store = PolicyStore(OWN)
+    store.upsert(policy("p", LEAST))
+    huge = label_preference_policy(1000, label_length=300)
+    assert json_size(huge) > MAX_SPEC_BYTES
+    error = store.upsert(policy("p", huge, generation=2))
+    assert error is not None and error.field == "spec"
+    assert error.message == f"is {json_size(huge)} bytes as JSON; the limit is {MAX_SPEC_BYTES}"
+    assert weights(store, OWN) == {"LeastRequestedPriority": 1}
+    status = store.desired_status("p", T1)
+    assert brief(status) == ("False", "Invalid", "True", "PreviousGenerationInForce")
+    assert status["acceptedSpec"] == LEAST
+
+
+def test_the_status_does_not_copy_the_spec_in_force() -> None:
+    # Only a rejected generation needs the accepted spec beside it; a copy of the one in the
+    # object would double it, and a policy near the limit would then not fit in etcd.
+    store = PolicyStore(OWN)
+    near = label_preference_policy(1000, label_length=160)
+    assert MAX_SPEC_BYTES * 0.9 < json_size(near) <= MAX_SPEC_BYTES
+    assert store.upsert(policy("p", near)) is None
+    status = store.desired_status("p", T0)
+    assert brief(status) == ("True", "Valid", "True", "InForce")
+    assert status["acceptedGeneration"] == 1 and "acceptedSpec" not in status
+    store.record_status("p", {**status, "acceptedSpec": near})  # written by an older version
+    assert dict(store.status_patches(T0)) == {"p": {"acceptedSpec": None}}
+
+
+def test_no_copy_beside_a_refused_spec_that_would_not_leave_room_for_it() -> None:
+    store = PolicyStore(OWN)
+    near = label_preference_policy(1000, label_length=160)
+    store.upsert(policy("p", near))
+    huge = label_preference_policy(4000, label_length=200)
+    assert json_size(near) + json_size(huge) > STATUS_COPY_BUDGET
+    store.upsert(policy("p", huge, generation=2))
+    status = store.desired_status("p", T1)
+    assert brief(status) == ("False", "Invalid", "True", "PreviousGenerationInForce")
+    assert status["acceptedGeneration"] == 1 and "acceptedSpec" not in status
 
 
 # ------------------------------------------------------------------------------------ compile_spec

@@ -30,6 +30,7 @@ log = structlog.get_logger(__name__)
 
 POLICIES_PATH: Final = f"/apis/{API_GROUP}/{API_VERSION}/{PLURAL}"
 STATUS_RETRY_SECONDS: Final = 5.0
+STATUS_RETRY_MAX_SECONDS: Final = 300.0
 
 
 def _always_leader() -> bool:
@@ -76,6 +77,7 @@ class PolicyController:
         self._active: dict[str, AcceptedGeneration] = {}
         self._status_lock = asyncio.Lock()
         self._retry: asyncio.TimerHandle | None = None
+        self._retry_delay = STATUS_RETRY_SECONDS
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def load(self, api: Api, path: str = POLICIES_PATH) -> bool:
@@ -94,7 +96,7 @@ class PolicyController:
         if status >= 300:
             raise RuntimeError(f"listing {path} failed: {status} {body}")
         for raw in await list_all(api, path):
-            self._upsert(raw)
+            await self._upsert(raw)
         self.apply()
         await self.sync_statuses()
         log.info("scheduler_policies_loaded", policies=self.store.names())
@@ -106,7 +108,7 @@ class PolicyController:
             if self.store.delete(raw):
                 log.info("policy_deleted", policy=(raw.get("metadata") or {}).get("name"))
         else:
-            self._upsert(raw)
+            await self._upsert(raw)
         self.apply()
         await self.sync_statuses()
 
@@ -148,6 +150,8 @@ class PolicyController:
                     self.store.record_status(name, stored)
             if failed:
                 self._schedule_retry()
+            else:
+                self._retry_delay = STATUS_RETRY_SECONDS
 
     async def close(self) -> None:
         if self._retry is not None:
@@ -156,9 +160,11 @@ class PolicyController:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
-    def _upsert(self, raw: Mapping[str, Any]) -> None:
+    async def _upsert(self, raw: Mapping[str, Any]) -> None:
         known = self.store.is_current(raw)
-        error = self.store.upsert(raw)
+        # In a thread: a large policy compiles for a while, and the event loop must keep the
+        # lease renewed and the watches read.
+        error = self.store.upsert(raw, await asyncio.to_thread(self.store.compile, raw))
         if not known:
             metrics.POLICY_RELOADS.labels("accepted" if error is None else "invalid").inc()
         if error is not None and not known:
@@ -171,8 +177,11 @@ class PolicyController:
             )
 
     def _schedule_retry(self) -> None:
+        """Try again later, twice as late each time: a write the API server refuses for good (an
+        object it cannot store) costs it a decode and an encode of the whole object every time."""
         if self._retry is not None:
             return
+        delay, self._retry_delay = self._retry_delay, min(self._retry_delay * 2, STATUS_RETRY_MAX_SECONDS)
 
         def fire() -> None:
             self._retry = None
@@ -180,4 +189,4 @@ class PolicyController:
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
-        self._retry = asyncio.get_running_loop().call_later(STATUS_RETRY_SECONDS, fire)
+        self._retry = asyncio.get_running_loop().call_later(delay, fire)

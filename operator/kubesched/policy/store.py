@@ -11,8 +11,12 @@ The rules:
 - A valid generation is accepted and, if its policy is the active one for its scheduler name,
   drives the next scheduling cycle. An invalid one is rejected (`Accepted=False`, the error
   naming the field from `spec.`) and the last accepted generation stays in force, schedulerName
-  included. That generation's spec is kept in `status.acceptedSpec`, so a replica that starts
+  included. While it does, its spec is kept in `status.acceptedSpec`, so a replica that starts
   later, or takes over, keeps the same one in force.
+- A spec over MAX_SPEC_BYTES of JSON is invalid, uncompiled. Where the schema's list and string
+  limits did not stop it (a server with an older CRD), this bounds compile time and keeps the
+  object within etcd's 1.5 MiB request limit once status is added: `acceptedSpec` is written
+  only beside a rejected generation, and only when both specs fit in STATUS_COPY_BUDGET.
 - Per scheduler name, the oldest policy (creationTimestamp, then name) that has an accepted
   generation is active; the others say `Active=False`, reason `Superseded`. A policy that never
   had a valid generation drives nothing.
@@ -26,6 +30,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
+
+import msgspec
 
 from kubesched.algorithm.extenders import TransportFactory
 from kubesched.algorithm.generic import Algorithm
@@ -58,6 +64,11 @@ NOT_ACCEPTED: Final = "NotAccepted"
 SHADOW: Final = "Shadow"
 
 _LEGACY_HEADER: Final = ("kind", "apiVersion")
+# Real policies are a few KiB; a thousand custom priorities, the CRD's list limit, about 120 KiB.
+MAX_SPEC_BYTES: Final = 256 * 1024
+# A rejected spec plus the accepted one copied into status, within etcd's 1.5 MiB per object
+# with room for metadata (managedFields included) and conditions.
+STATUS_COPY_BUDGET: Final = 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +101,14 @@ class AcceptedGeneration:
     scheduler_name: str
     algorithm: Algorithm
     mode: PolicyMode = PolicyMode()
+
+
+@dataclass(frozen=True, slots=True)
+class Compiled:
+    """What `PolicyStore.upsert` needs compiled for one event, from `PolicyStore.compile`."""
+
+    spec: tuple[str, Algorithm] | PolicyError | None  # None: this generation is compiled already
+    from_status: AcceptedGeneration | None  # the one in force if `spec` is not valid
 
 
 @dataclass(slots=True)
@@ -138,6 +157,9 @@ def compile_spec(
     raises PolicyError with a `spec.` field path."""
     if not isinstance(spec, Mapping):
         raise PolicyError("spec", f"must be an object, got {type(spec).__name__}")
+    size = spec_size(spec)
+    if size > MAX_SPEC_BYTES:
+        raise PolicyError("spec", f"is {size} bytes as JSON; the limit is {MAX_SPEC_BYTES}")
     policy_mode(spec)
     body = {k: v for k, v in spec.items() if k not in (MODE_FIELD, SHADOW_FIELD)}
     scheduler_name = body.pop(SCHEDULER_NAME_FIELD, None)
@@ -155,6 +177,11 @@ def compile_spec(
         # A factory choking on an argument shape compile_policy did not foresee: still the user's input.
         raise PolicyError("spec", f"cannot be compiled: {exc!r}") from exc
     return scheduler_name, algorithm
+
+
+def spec_size(spec: Mapping[str, Any]) -> int:
+    """Bytes of `spec` as compact JSON, near what the API server stores."""
+    return len(msgspec.json.encode(spec))
 
 
 def intended_scheduler_name(spec: Mapping[str, Any], default_scheduler_name: str) -> str:
@@ -221,23 +248,38 @@ class PolicyStore:
         self._transport = transport
         self._entries: dict[str, _Entry] = {}
 
-    def upsert(self, raw: Mapping[str, Any]) -> PolicyError | None:
-        """A policy was listed, added or changed; returns the error of its current generation, if any."""
+    def compile(self, raw: Mapping[str, Any]) -> Compiled:
+        """The compiling `upsert(raw)` needs: pure, and long for a large spec, so a caller on an
+        event loop runs it in a thread (events of one policy in order)."""
+        obj = parse_policy(raw)
+        old = self._entries.get(obj.name)
+        known = old.accepted if old is not None and old.obj.uid == obj.uid else None
+        if self.is_current(raw):
+            return Compiled(None, self._accepted_from_status(obj, known))
+        try:
+            return Compiled(compile_spec(obj.spec, self.default_scheduler_name, self._transport), None)
+        except PolicyError as exc:
+            return Compiled(exc, self._accepted_from_status(obj, known))
+
+    def upsert(self, raw: Mapping[str, Any], compiled: Compiled | None = None) -> PolicyError | None:
+        """A policy was listed, added or changed, `compiled` by `compile(raw)` (None: compile it
+        now); returns the error of its current generation, if any."""
         obj = parse_policy(raw)
         old = self._entries.get(obj.name)
         if old is not None and old.obj.uid != obj.uid:
             old = None  # deleted and created again under the same name: nothing carries over
-        if old is not None and self.is_current(raw):
+        if compiled is None or (compiled.spec is None and old is None):
+            compiled = self.compile(raw)
+        if compiled.spec is None:
             # A status update (our own, most often): the spec is compiled already.
+            assert old is not None
             old.obj = obj
-            old.accepted = self._accepted_from_status(obj, old.accepted)
+            old.accepted = compiled.from_status
             return old.error
-        try:
-            scheduler_name, algorithm = compile_spec(obj.spec, self.default_scheduler_name, self._transport)
-        except PolicyError as exc:
-            previous = old.accepted if old is not None else None
-            self._entries[obj.name] = _Entry(obj, exc, self._accepted_from_status(obj, previous))
-            return exc
+        if isinstance(compiled.spec, PolicyError):
+            self._entries[obj.name] = _Entry(obj, compiled.spec, compiled.from_status)
+            return compiled.spec
+        scheduler_name, algorithm = compiled.spec
         mode = policy_mode(obj.spec)
         accepted = AcceptedGeneration(obj.name, obj.generation, obj.spec, scheduler_name, algorithm, mode)
         self._entries[obj.name] = _Entry(obj, None, accepted)
@@ -348,7 +390,10 @@ class PolicyStore:
         status: dict[str, Any] = {"observedGeneration": obj.generation, "schedulerName": scheduler_name}
         if accepted is not None:
             status["acceptedGeneration"] = accepted.generation
-            status["acceptedSpec"] = without_nulls(accepted.spec)
+            if accepted.generation != obj.generation and (
+                spec_size(obj.spec) + spec_size(accepted.spec) <= STATUS_COPY_BUDGET
+            ):
+                status["acceptedSpec"] = without_nulls(accepted.spec)
 
         if entry.error is None:
             accepted_condition = ("True", VALID, f"generation {obj.generation} is valid")
@@ -434,8 +479,11 @@ __all__ = [
     "API_GROUP",
     "API_VERSION",
     "KIND",
+    "MAX_SPEC_BYTES",
     "PLURAL",
+    "STATUS_COPY_BUDGET",
     "AcceptedGeneration",
+    "Compiled",
     "PolicyMode",
     "PolicyObject",
     "PolicyStore",
