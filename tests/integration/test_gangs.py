@@ -21,8 +21,9 @@ import pytest_asyncio
 from kubernetes_asyncio.client import ApiClient
 
 from kubesched.algorithm.preemption import MSG_TERMINATING
-from kubesched.kube.client import request
+from kubesched.kube.client import MERGE_PATCH, request
 from kubesched.model.objects import pod_from_dict
+from kubesched.model.podgroup import LEGACY_POD_GROUP_LABEL, POD_GROUP_LABEL
 from kubesched_dev import fixtures as testing
 from kubesched_dev.fixtures import (
     create_nodes,
@@ -452,6 +453,104 @@ async def test_a_gang_that_would_not_fit_even_after_evictions_evicts_nobody(
         line for line in kubesched.log().splitlines() if '"pod_preempting"' in line and "/weak-" in line
     ]
     assert preempting == [], preempting
+
+
+# --- members that finish -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("label", [POD_GROUP_LABEL, LEGACY_POD_GROUP_LABEL])
+async def test_a_group_whose_member_fails_is_failed(
+    api: ApiClient, namespace: str, kubesched: KubeschedProcess, label: str
+) -> None:
+    """coscheduling's controller: Failed once a member failed and failed + running + succeeded reach
+    minMember. A member that finishes leaves the pod watch (its field selector skips finished pods):
+    its final phase must still be counted, not taken for a deletion."""
+    names = await _running_group(api, namespace, kubesched.scheduler_name, "fail", label)
+    await _set_phase(api, namespace, names[0], "Failed")
+    group = await wait_group(
+        api, namespace, "fail", _counts("Failed", running=1, failed=1), "fail Failed", 45
+    )
+    print(f"\none of two running members ({label}) failed -> status {_brief(group)}")
+
+
+async def test_a_group_whose_members_succeed_is_finished(
+    api: ApiClient, namespace: str, kubesched: KubeschedProcess
+) -> None:
+    """coscheduling's controller: Finished once minMember members succeeded."""
+    names = await _running_group(api, namespace, kubesched.scheduler_name, "done")
+    await _set_phase(api, namespace, names[0], "Succeeded")
+    await wait_group(api, namespace, "done", _counts("Running", running=1, succeeded=1), "one done", 45)
+    await _set_phase(api, namespace, names[1], "Succeeded")
+    group = await wait_group(api, namespace, "done", _counts("Finished", succeeded=2), "done Finished", 45)
+    print(f"\nboth running members succeeded -> status {_brief(group)}")
+    assert group_condition(group)["reason"] == "Placed", group["status"]
+
+
+async def test_a_restarted_scheduler_counts_the_members_that_finished_while_it_was_down(
+    api: ApiClient, namespace: str, kubesched: KubeschedProcess
+) -> None:
+    """The finished members are listed at start-up; one deleted afterwards is no longer counted."""
+    names = await _running_group(api, namespace, kubesched.scheduler_name, "away")
+    elected = kubesched.log().count('"leader_elected"')
+    kubesched.stop()
+    try:
+        for name in names:
+            await _set_phase(api, namespace, name, "Succeeded")
+    finally:
+        kubesched.start()
+    await wait_for(
+        lambda: kubesched.log().count('"leader_elected"') > elected, timeout=60, message="leading again"
+    )
+    group = await wait_group(api, namespace, "away", _counts("Finished", succeeded=2), "away Finished", 45)
+    print(f"\nboth members succeeded while the scheduler was down -> status {_brief(group)}")
+    status, body = await request(
+        api, "DELETE", f"/api/v1/namespaces/{namespace}/pods/{names[0]}", {"gracePeriodSeconds": 0}
+    )
+    assert status == 200, body
+    group = await wait_group(
+        api, namespace, "away", lambda g: (g.get("status") or {}).get("succeeded") == 1, "one forgotten", 45
+    )
+    print(f"one finished member deleted -> status {_brief(group)}")
+
+
+async def _running_group(
+    api: ApiClient, namespace: str, scheduler: str, name: str, label: str = POD_GROUP_LABEL
+) -> list[str]:
+    """A PodGroup of two members (`label` naming it), bound and then Running (as their kubelet
+    would report them)."""
+    await create_nodes(api, [make_node(f"{namespace}-a", cpu="4")])
+    await create_object(api, pod_group(name, namespace, 2))
+    names = [f"{name}-0", f"{name}-1"]
+    await create_pods(api, [make_pod(n, namespace, scheduler, cpu="1", labels={label: name}) for n in names])
+    await wait_pods(api, namespace, lambda pods: len(bound(pods, names)) == 2, f"{name}: both bound")
+    for pod in names:
+        await _set_phase(api, namespace, pod, "Running")
+    await wait_group(api, namespace, name, _counts("Running", running=2), f"{name} Running", 45)
+    return names
+
+
+async def _set_phase(api: ApiClient, namespace: str, pod: str, phase: str) -> None:
+    """What a kubelet reports: the pod's phase, through the status subresource."""
+    path = f"/api/v1/namespaces/{namespace}/pods/{pod}/status"
+    status, body = await request(api, "PATCH", path, {"status": {"phase": phase}}, content_type=MERGE_PATCH)
+    assert status == 200, body
+
+
+def _counts(phase: str, running: int = 0, succeeded: int = 0, failed: int = 0) -> Any:
+    """A PodGroup check: this phase and these counters."""
+    expected = (phase, running, succeeded, failed)
+
+    def check(group: dict[str, Any]) -> bool:
+        status = group.get("status") or {}
+        return tuple(status.get(k, 0) for k in ("phase", "running", "succeeded", "failed")) == expected
+
+    return check
+
+
+def _brief(group: dict[str, Any]) -> str:
+    status = group.get("status") or {}
+    counts = " ".join(f"{k}={status.get(k, 0)}" for k in ("scheduled", "running", "succeeded", "failed"))
+    return f"phase {status.get('phase')} {counts} reason {group_condition(group).get('reason')}"
 
 
 # --- helpers ---------------------------------------------------------------------------------------

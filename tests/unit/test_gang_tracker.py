@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from kubesched.algorithm.gang import GangFitError
 from kubesched.algorithm.generic import FitError
 from kubesched.model.objects import Pod, pod_from_dict
-from kubesched.model.podgroup import POD_GROUP_LABEL, PodGroup, pod_group_from_dict
+from kubesched.model.podgroup import LEGACY_POD_GROUP_LABEL, POD_GROUP_LABEL, PodGroup, pod_group_from_dict
 from kubesched.runtime.gangs import GangTracker
 
 
@@ -238,3 +240,80 @@ def test_members_whose_binds_are_under_way_count_as_scheduled() -> None:
     assumed.clear()  # the binds failed and the assumptions were forgotten: a gap now
     status = gangs.status("ns/g")
     assert status is not None and (status["phase"], status["scheduled"]) == ("Unknown", 0)
+
+
+# --- members that finish -------------------------------------------------------------------------
+# The pod watch skips finished pods: a member that finishes leaves it as DELETED carrying its state
+# from before. Its final phase comes from the watch of finished members (Scheduler.on_finished_member),
+# in either order with that DELETED.
+
+
+def running_pair() -> GangTracker:
+    gangs, _ = tracker(group(2))
+    for name, node in (("a", "n1"), ("b", "n2")):
+        gangs.observe(member(name, node=node, phase="Running"))
+    assert (gangs.status("ns/g") or {})["phase"] == "Running"
+    return gangs
+
+
+def counts(gangs: GangTracker) -> tuple[str, int, int, int, str]:
+    status = gangs.status("ns/g")
+    assert status is not None
+    return (
+        status["phase"],
+        status["running"],
+        status["succeeded"],
+        status["failed"],
+        condition(status)["reason"],
+    )
+
+
+@pytest.mark.parametrize("finished_first", [True, False])
+def test_a_member_that_failed_counts_whichever_watch_tells_first(finished_first: bool) -> None:
+    gangs = running_pair()
+    failed = (member("a", node="n1", phase="Failed"), False)
+    left = (member("a", node="n1", phase="Running"), True)  # what the pod watch's DELETED carries
+    for pod, deleted in (failed, left) if finished_first else (left, failed):
+        gangs.observe(pod, deleted=deleted)
+    assert counts(gangs) == ("Failed", 1, 0, 1, "Placed")
+
+
+def test_members_that_succeeded_finish_the_group() -> None:
+    gangs = running_pair()
+    gangs.observe(member("a", node="n1", phase="Succeeded"))
+    assert counts(gangs) == ("Running", 1, 1, 0, "Placed")
+    gangs.observe(member("b", node="n2", phase="Succeeded"))
+    gangs.observe(member("b", node="n2", phase="Running"))  # the pod watch, late
+    gangs.observe(member("b", node="n2", phase="Running"), deleted=True)
+    assert counts(gangs) == ("Finished", 0, 2, 0, "Placed")
+    status = gangs.status("ns/g")
+    assert status is not None and condition(status)["message"] == "2 members placed, minMember 2"
+
+
+def test_a_finished_member_is_forgotten_once_deleted() -> None:
+    gangs = running_pair()
+    gangs.observe(member("a", node="n1", phase="Succeeded"))
+    gangs.drop("uid-a")  # the pod watch's re-listing lacks it: it finished, it stays
+    assert gangs.tracks("uid-a") and counts(gangs)[2] == 1
+    gangs.drop("uid-a", finished=True)  # the watch of finished members saw it deleted
+    assert not gangs.tracks("uid-a") and counts(gangs)[2] == 0
+    gangs.drop("uid-b")  # a running member gone in a gap
+    assert not gangs.tracks("uid-b") and counts(gangs)[1] == 0
+
+
+def test_the_finished_members_of_each_label_have_their_versions() -> None:
+    gangs, _ = tracker(group(2))
+    for name, label, phase in (
+        ("new", POD_GROUP_LABEL, "Succeeded"),
+        ("old", LEGACY_POD_GROUP_LABEL, "Failed"),
+        ("live", POD_GROUP_LABEL, "Running"),
+    ):
+        raw = {
+            "metadata": {"name": name, "namespace": "ns", "uid": name, "labels": {label: "g"}},
+            "spec": {"containers": [], "nodeName": "n1"},
+            "status": {"phase": phase},
+        }
+        raw["metadata"]["resourceVersion"] = "7"
+        gangs.observe(pod_from_dict(raw))
+    assert gangs.finished_versions(POD_GROUP_LABEL) == {"new": "7"}
+    assert gangs.finished_versions(LEGACY_POD_GROUP_LABEL) == {"old": "7"}

@@ -10,6 +10,7 @@ import yaml
 
 from kubesched.model.kinds import (
     BUDGET_KIND,
+    FINISHED_MEMBERS,
     NODES,
     NON_TERMINAL_PODS,
     PODS,
@@ -17,6 +18,7 @@ from kubesched.model.kinds import (
     WatchedKind,
 )
 from kubesched.model.nodeinfo import ClusterObjects
+from kubesched.model.podgroup import LEGACY_POD_GROUP_LABEL, POD_GROUP_LABEL
 from kubesched.runtime.cache import SchedulerCache
 from kubesched.tools.snapshot import ClusterState
 
@@ -45,6 +47,15 @@ def test_a_kind_without_a_field_is_a_disruption_budget() -> None:
     [
         (NODES, "v1", "/api/v1/nodes", {}),
         (PODS, "v1", "/api/v1/pods", {"fieldSelector": NON_TERMINAL_PODS}),
+        (
+            FINISHED_MEMBERS[LEGACY_POD_GROUP_LABEL],
+            "v1",
+            "/api/v1/pods",
+            {
+                "fieldSelector": "status.phase!=Pending,status.phase!=Running,status.phase!=Unknown",
+                "labelSelector": f"{LEGACY_POD_GROUP_LABEL},!{POD_GROUP_LABEL}",
+            },
+        ),
         (WATCHED_OBJECTS[0], "v1", "/api/v1/services", {}),
         (WATCHED_OBJECTS[2], "apps/v1", "/apis/apps/v1/replicasets", {}),
         (WATCHED_OBJECTS[-1], "policy/v1beta1", "/apis/policy/v1beta1/poddisruptionbudgets", {}),

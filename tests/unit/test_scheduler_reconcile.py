@@ -12,6 +12,7 @@ from kubesched.kube.binding import Binder, BindOutcome, BindResult
 from kubesched.kube.events import Recorder
 from kubesched.kube.listing import Listing, not_newer, stale
 from kubesched.model.objects import Pod
+from kubesched.model.podgroup import LEGACY_POD_GROUP_LABEL, POD_GROUP_LABEL
 from kubesched.policy.compile import default_algorithm
 from kubesched.runtime.scheduler import Scheduler, SchedulerSettings
 from kubesched_dev.fixtures import make_node, make_pod, wait_for
@@ -199,3 +200,36 @@ def test_a_budget_deleted_during_a_gap_no_longer_protects_its_pods() -> None:
     assert len(scheduler.cache.budgets()) == 2
     assert scheduler.reconcile_objects("PodDisruptionBudget", Listing.of({"ns/kept"}, "20")) == ["ns/gone"]
     assert [budget.name for budget in scheduler.cache.budgets()] == ["kept"]
+
+
+def member_at(name: str, rv: int, phase: str, label: str = POD_GROUP_LABEL) -> dict[str, Any]:
+    pod = make_pod(name, "ns", NAME, labels={label: "g"}, node_name="n1")
+    pod["status"] = {"phase": phase}
+    return at(pod, rv)
+
+
+def test_finished_members_deleted_during_a_gap_leave_their_group_and_running_ones_too() -> None:
+    """Each watch of finished members reconciles the members of its label; the pod watch those
+    that had not finished, whose DELETED a gap hid."""
+    scheduler = new_scheduler()
+    scheduler.on_node(None, at(make_node("n1"), 1))
+    scheduler.on_object("PodGroup", None, pod_group_at("ns", "g", 2))
+    pods = {
+        "done": member_at("done", 10, "Succeeded"),
+        "kept": member_at("kept", 11, "Failed"),
+        "old": member_at("old", 12, "Succeeded", LEGACY_POD_GROUP_LABEL),
+        "newer": member_at("newer", 30, "Succeeded"),
+        "running": member_at("running", 13, "Running"),
+    }
+    scheduler.on_pod(None, pods["running"])
+    for name in ("done", "kept", "old", "newer"):
+        scheduler.on_finished_member("ADDED", pods[name])
+    uid = {name: raw["metadata"]["uid"] for name, raw in pods.items()}
+    listing = Listing.of({uid["kept"]}, "20")
+    assert scheduler.reconcile_finished(POD_GROUP_LABEL, listing) == [uid["done"]]
+    assert scheduler.reconcile(None, Listing.of((), "20")) == ([], [uid["running"]])
+    assert [n for n in pods if scheduler.gangs.tracks(uid[n])] == ["kept", "old", "newer"]
+    scheduler.on_finished_member("DELETED", pods["old"])
+    assert not scheduler.gangs.tracks(uid["old"])
+    status = scheduler.gangs.status("ns/g")
+    assert status is not None and (status["succeeded"], status["failed"], status["running"]) == (1, 1, 0)

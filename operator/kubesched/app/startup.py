@@ -22,7 +22,7 @@ import structlog
 from kubesched.kube.client import Api
 from kubesched.kube.informer import Informer
 from kubesched.kube.listing import list_all, name_of, object_key
-from kubesched.model.kinds import NODES, PODS, WATCHED_OBJECTS, WatchedKind
+from kubesched.model.kinds import FINISHED_MEMBERS, NODES, PODS, WATCHED_OBJECTS, WatchedKind
 from kubesched.model.podgroup import LEGACY_POD_GROUP_LABEL, POD_GROUP_LABEL
 from kubesched.runtime.scheduler import Scheduler
 
@@ -36,10 +36,11 @@ class Watches:
     nodes: Informer
     pods: Informer
     objects: tuple[Informer, ...]
+    finished_members: tuple[Informer, ...]  # PodGroup members that finished, for their groups' status
 
     @property
     def every(self) -> tuple[Informer, ...]:
-        return (self.nodes, self.pods, *self.objects)
+        return (self.nodes, self.pods, *self.objects, *self.finished_members)
 
 
 def watches_for(api: Api, scheduler: Scheduler, kinds: Sequence[WatchedKind] = WATCHED_OBJECTS) -> Watches:
@@ -76,7 +77,18 @@ def watches_for(api: Api, scheduler: Scheduler, kinds: Sequence[WatchedKind] = W
         )
         for watched in first_version.values()
     )
-    return Watches(nodes, pods, objects)
+    finished_members = tuple(
+        Informer(
+            api,
+            watched.path,
+            scheduler.on_finished_member,
+            relisted=functools.partial(scheduler.reconcile_finished, label),
+            query=watched.query,
+            lean=True,
+        )
+        for label, watched in FINISHED_MEMBERS.items()
+    )
+    return Watches(nodes, pods, objects, finished_members)
 
 
 async def initial_sync(watches: Watches) -> dict[str, int]:
@@ -93,12 +105,18 @@ async def initial_sync(watches: Watches) -> dict[str, int]:
     listed[watches.pods] = asyncio.ensure_future(
         watches.pods.list(after=before_pods, from_cache=True, later=may_wait)
     )
+    # Finished members only count in their groups' status: they hold no pod back.
+    members = [
+        asyncio.ensure_future(watch.list(after=before_pods, from_cache=True))
+        for watch in watches.finished_members
+    ]
     try:
-        await asyncio.gather(*listed.values())
+        await asyncio.gather(*listed.values(), *members)
     finally:
-        for listing in listed.values():  # one failed: the others stop too
+        for listing in (*listed.values(), *members):  # one failed: the others stop too
             listing.cancel()
     counts = {watch.path.rpartition("/")[2]: listing.result() for watch, listing in listed.items()}
+    counts["finished_members"] = sum(listing.result() for listing in members)
     log.info("cache_synced", **counts)
     return counts
 

@@ -12,8 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from kubesched.model.podgroup import LEGACY_POD_GROUP_LABEL, POD_GROUP_LABEL
+
 # kube-scheduler's field selector for pods: the cache needs every running pod to account for node usage.
 NON_TERMINAL_PODS: Final = "status.phase!=Succeeded,status.phase!=Failed"
+# Succeeded or Failed: a field selector's terms are ANDed, so this is the only way to say "or".
+TERMINAL_PODS: Final = "status.phase!=Pending,status.phase!=Running,status.phase!=Unknown"
 BUDGET_KIND: Final = "PodDisruptionBudget"
 
 
@@ -27,7 +31,8 @@ class WatchedKind:
     plural: str
     namespaced: bool
     field: str | None = None  # the ClusterObjects field it fills; None: kept otherwise
-    field_selector: str = ""  # server-side filter of its listings and watches
+    field_selector: str = ""  # server-side filters of its listings and watches
+    label_selector: str = ""
 
     @property
     def api_version(self) -> str:
@@ -46,11 +51,23 @@ class WatchedKind:
     @property
     def query(self) -> dict[str, str]:
         """The query parameters of its listings and watches."""
-        return {"fieldSelector": self.field_selector} if self.field_selector else {}
+        query = {"fieldSelector": self.field_selector, "labelSelector": self.label_selector}
+        return {name: value for name, value in query.items() if value}
 
 
 NODES: Final = WatchedKind("Node", "", "v1", "nodes", namespaced=False)
 PODS: Final = WatchedKind("Pod", "", "v1", "pods", namespaced=True, field_selector=NON_TERMINAL_PODS)
+# PodGroup members that finished, by the label naming their group (model/podgroup.group_label).
+# The pod watch loses a member when it finishes: its DELETED carries the state before. These
+# watches give its final phase, and its deletion later, at a cost bounded by the members. Label
+# selectors cannot say "or" either: a pod with both labels belongs to the first watch only.
+FINISHED_MEMBERS: Final[Mapping[str, WatchedKind]] = {
+    label: WatchedKind("Pod", "", "v1", "pods", True, field_selector=TERMINAL_PODS, label_selector=selector)
+    for label, selector in (
+        (POD_GROUP_LABEL, POD_GROUP_LABEL),
+        (LEGACY_POD_GROUP_LABEL, f"{LEGACY_POD_GROUP_LABEL},!{POD_GROUP_LABEL}"),
+    )
+}
 
 # The objects some plugins read, in the order the start-up sync lists them.
 WATCHED_OBJECTS: Final[tuple[WatchedKind, ...]] = (

@@ -30,9 +30,18 @@ FAILED: Final = "Failed"  # a member failed after minMember had started
 UNKNOWN: Final = "Unknown"  # some but not minMember placed: a member lost its place, or a failover
 
 
+def group_label(pod: Pod) -> str:
+    """The label that names the PodGroup `pod` belongs to (the current one first), or ""."""
+    for label in (POD_GROUP_LABEL, LEGACY_POD_GROUP_LABEL):
+        if pod.labels.get(label):
+            return label
+    return ""
+
+
 def group_name(pod: Pod) -> str:
     """The name of the PodGroup `pod` belongs to, or "" when it belongs to none."""
-    return pod.labels.get(POD_GROUP_LABEL) or pod.labels.get(LEGACY_POD_GROUP_LABEL) or ""
+    label = group_label(pod)
+    return pod.labels[label] if label else ""
 
 
 def group_key(pod: Pod) -> str:
@@ -124,6 +133,11 @@ class MemberCounts:
     succeeded: int = 0
     failed: int = 0
 
+    @property
+    def placed(self) -> int:
+        """Members bound now or once: a finished member was placed and ran."""
+        return self.scheduled + self.succeeded + self.failed
+
 
 def count_members(pods: Iterable[Pod]) -> MemberCounts:
     """Count a group's member pods; terminated ones count as succeeded or failed only."""
@@ -179,6 +193,7 @@ __all__ = [
     "bound_members",
     "count_members",
     "group_key",
+    "group_label",
     "group_name",
     "occupied_by",
     "phase",

@@ -6,8 +6,11 @@ outcomes of the group's attempts. From these it gives the batch each group's `Ga
 the leader the `status` to write (phase and counters as coscheduling's controller computes them,
 `scheduled`, `scheduleStartTime` and a `Scheduled` condition that says why a group waits).
 
-Succeeded and failed members are counted from the moment the watch saw them finish: the pod
-watch lists only pods that have not terminated, so a restarted scheduler starts those counts anew.
+Succeeded and failed members come from the watches of finished members (model/kinds.py
+FINISHED_MEMBERS): the pod watch lists only pods that have not finished, and a member that finishes
+leaves it as DELETED with its state from before. A finished member stays counted until one of
+those watches sees it deleted; the pod watch's late word on it changes nothing. When that DELETED
+comes first, the member is out of the counts until the other watch's event, a moment later.
 Lives on the event loop.
 """
 
@@ -25,6 +28,7 @@ from kubesched.model.podgroup import (
     PodGroup,
     count_members,
     group_key,
+    group_label,
     occupied_by,
     phase,
     pod_group_from_dict,
@@ -78,22 +82,42 @@ class GangTracker:
         return uid in self._key_of
 
     def observe(self, pod: Pod, *, deleted: bool = False) -> None:
-        """A pod event. A deleted pod that had terminated keeps counting as succeeded or failed."""
+        """A pod event. A deleted pod that had finished keeps counting as succeeded or failed."""
+        known = self._member(pod.uid)
+        if known is not None and _finished(known) and not _finished(pod):
+            return  # the pod watch behind the watch of finished members: a pod never runs again
         key = group_key(pod)
         old = self._key_of.get(pod.uid)
         if old is not None and old != key:  # relabelled: it left its old group
             self._remove(old, pod.uid)
         if not key:
             return
-        record = self._records.setdefault(key, _Record())
-        if deleted and pod.phase not in ("Succeeded", "Failed"):
+        if deleted and not _finished(pod):
             self._remove(key, pod.uid)
             return
+        record = self._records.setdefault(key, _Record())
         record.members[pod.uid] = pod
         self._key_of[pod.uid] = key
         self._dirty.add(key)
         if pod.node_name:
             self._latch(key, record)
+
+    def drop(self, uid: str, *, finished: bool = False) -> None:
+        """A member gone unseen (a watch gap). One that finished stays unless `finished`: the pod
+        watch never lists it, only the watches of finished members can tell it is gone."""
+        known = self._member(uid)
+        if known is not None and (finished or not _finished(known)):
+            self._remove(self._key_of[uid], uid)
+
+    def finished_versions(self, label: str) -> dict[str, str]:
+        """uid -> resourceVersion of the finished members whose group `label` names (those that
+        label's watch of finished members lists)."""
+        return {
+            uid: pod.resource_version
+            for record in self._records.values()
+            for uid, pod in record.members.items()
+            if _finished(pod) and group_label(pod) == label
+        }
 
     def bound(self, uid: str, node_name: str) -> None:
         """Our own bind confirmed by the watch (its event is not parsed again)."""
@@ -177,11 +201,11 @@ class GangTracker:
         record = self._records.setdefault(key, _Record())
         members = [self._as_placed(pod) for pod in record.members.values()]
         counts = count_members(members)
-        if counts.scheduled + counts.succeeded >= group.min_member:
+        if counts.placed >= group.min_member:
             record.ever_placed = True
         now = self._clock()
         current = phase(group, counts, record.ever_placed)
-        state, reason, message = self._condition(group, record, counts.exist, counts.scheduled, now)
+        state, reason, message = self._condition(group, record, counts.exist, counts.placed, now)
         if (state, reason) != record.transition:
             record.transition, record.transitioned = (state, reason), now
         status: dict[str, Any] = {
@@ -210,13 +234,13 @@ class GangTracker:
     # --- internals --------------------------------------------------------------------------------
 
     def _condition(
-        self, group: PodGroup, record: _Record, exist: int, scheduled: int, now: float
+        self, group: PodGroup, record: _Record, exist: int, placed: int, now: float
     ) -> tuple[str, str, str]:
         need = group.min_member
-        if scheduled >= need:
-            return "True", PLACED, f"{scheduled} members placed, minMember {need}"
+        if placed >= need:
+            return "True", PLACED, f"{placed} members placed, minMember {need}"
         if record.ever_placed:
-            return "False", REPLACING, f"{scheduled} of {need} members placed; the others are placed again"
+            return "False", REPLACING, f"{placed} of {need} members placed; the others are placed again"
         if exist < need:
             why = f"{exist} of {need} members exist"
         else:
@@ -275,7 +299,12 @@ class GangTracker:
         if record.ever_placed or group is None:
             return
         counts = count_members(record.members.values())
-        record.ever_placed = counts.scheduled + counts.succeeded >= group.min_member
+        record.ever_placed = counts.placed >= group.min_member
+
+    def _member(self, uid: str) -> Pod | None:
+        key = self._key_of.get(uid)
+        record = self._records.get(key) if key is not None else None
+        return record.members.get(uid) if record is not None else None
 
     def _remove(self, key: str, uid: str) -> None:
         self._key_of.pop(uid, None)
@@ -284,8 +313,12 @@ class GangTracker:
             self._dirty.add(key)
 
 
+def _finished(pod: Pod) -> bool:
+    return pod.phase in ("Succeeded", "Failed")
+
+
 def _alive(pod: Pod) -> bool:
-    return pod.phase not in ("Succeeded", "Failed") and not pod.deleting
+    return not _finished(pod) and not pod.deleting
 
 
 def _gang_error(outcome: object) -> GangFitError | None:

@@ -164,6 +164,28 @@ class Scheduler:
             self._enqueue(pod, told=bool(pod.scheduling_gates) and _shows_gated(raw))
             self.nominator.update(pod)
 
+    def on_finished_member(self, event_type: str | None, raw: Mapping[str, Any]) -> None:
+        """A PodGroup member that finished, from its own watch (model/kinds.py FINISHED_MEMBERS):
+        it counts in its group's status until that watch sees it deleted. The pod watch tells the
+        cache."""
+        pod = pod_from_dict(raw)
+        if not pod.uid:
+            return
+        if event_type == "DELETED":  # deleted, or relabelled out of the watch's selection
+            self.gangs.drop(pod.uid, finished=True)
+        else:
+            self.gangs.observe(pod)
+
+    def reconcile_finished(self, label: str, listing: Listing) -> list[str]:
+        """Forget the finished members, of groups named by `label`, deleted before this listing
+        (a watch gap hid their DELETED events). Returns their uids."""
+        gone = stale(self.gangs.finished_versions(label), listing)
+        for uid in gone:
+            self.gangs.drop(uid, finished=True)
+        if gone:
+            self._log.info("finished_members_reconciled", label=label, removed=len(gone))
+        return gone
+
     def _enqueue(self, pod: Pod, *, told: bool = False) -> None:
         """Queue a pending pod of ours. One its scheduling gates hold back gets PodScheduled=False,
         reason SchedulingGated, once, unless it carries it already (`told`: 1.26+ API servers write it)."""
@@ -282,6 +304,7 @@ class Scheduler:
             gone_pods = stale(versions, pods, keep=self._in_flight)
         for uid in gone_pods:
             self.cache.forget(uid)  # an assumption whose pod is gone, its bind long over
+            self.gangs.drop(uid)  # deleted, or finished: then the watch of finished members has it
             self._drop_pod(uid)
         if gone_nodes or gone_pods:
             self._log.info("cache_reconciled", nodes_removed=len(gone_nodes), pods_removed=len(gone_pods))
