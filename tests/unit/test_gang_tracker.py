@@ -317,3 +317,26 @@ def test_the_finished_members_of_each_label_have_their_versions() -> None:
         gangs.observe(pod_from_dict(raw))
     assert gangs.finished_versions(POD_GROUP_LABEL) == {"new": "7"}
     assert gangs.finished_versions(LEGACY_POD_GROUP_LABEL) == {"old": "7"}
+
+
+def test_finished_and_failed_stay_when_the_members_are_cleaned_up() -> None:
+    """As coscheduling's controller: a Job's cleanup deleting the finished members leaves the phase."""
+    gangs = running_pair()
+    for name, node in (("a", "n1"), ("b", "n2")):
+        gangs.observe(member(name, node=node, phase="Succeeded"))
+    assert counts(gangs) == ("Finished", 0, 2, 0, "Placed")
+    for uid in ("uid-a", "uid-b"):
+        gangs.drop(uid, finished=True)
+    assert not gangs.tracks("uid-a") and counts(gangs) == ("Finished", 0, 2, 0, "Placed")
+
+
+def test_a_group_whose_status_says_finished_is_not_rewritten() -> None:
+    """After a restart the stored phase is all there is: it stays, whatever members remain."""
+    raw_group = {
+        "metadata": {"namespace": "ns", "name": "g", "uid": "g-uid"},
+        "spec": {"minMember": 2},
+        "status": {"phase": "Failed", "failed": 1},
+    }
+    gangs, _ = tracker(pod_group_from_dict(raw_group))
+    gangs.observe(member("a", node="n1", phase="Running"))
+    assert gangs.status("ns/g") is None

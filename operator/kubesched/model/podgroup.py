@@ -73,6 +73,7 @@ class PodGroup:
     schedule_timeout_seconds: int | None = None
     created: datetime = field(default_factory=lambda: parse_time(None))  # the epoch when unknown
     error: str = ""
+    final: bool = False  # its status says Finished or Failed: as coscheduling's, the phase then stays
 
     @property
     def key(self) -> str:
@@ -110,6 +111,8 @@ def pod_group_from_dict(obj: Mapping[str, Any]) -> PodGroup:
         errors.append(f"spec.scheduleTimeoutSeconds must be a non-negative integer, got {timeout!r}")
         timeout = None
     created = meta.get("creationTimestamp")
+    status = obj.get("status")
+    final = isinstance(status, Mapping) and status.get("phase") in (FINISHED, FAILED)
     return PodGroup(
         namespace=str(meta.get("namespace") or ""),
         name=str(meta.get("name") or ""),
@@ -120,6 +123,7 @@ def pod_group_from_dict(obj: Mapping[str, Any]) -> PodGroup:
         schedule_timeout_seconds=timeout,
         created=parse_time(created if isinstance(created, str) else None),
         error="; ".join(errors),
+        final=final,
     )
 
 

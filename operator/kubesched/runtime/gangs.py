@@ -25,6 +25,8 @@ from typing import Any
 from kubesched.algorithm.gang import GangFitError, GangState
 from kubesched.model.objects import Pod
 from kubesched.model.podgroup import (
+    FAILED,
+    FINISHED,
     PodGroup,
     count_members,
     group_key,
@@ -53,6 +55,9 @@ class _Record:
     members: dict[str, Pod] = field(default_factory=dict)  # uid -> latest version, terminated ones too
     started: float | None = None  # wall-clock time of its first attempt (scheduleStartTime)
     ever_placed: bool = False
+    # The status that said Finished or Failed: as coscheduling's controller, the phase then stays,
+    # whatever becomes of the members (a Job's cleanup deletes them).
+    final: dict[str, Any] | None = None
     message: str = ""  # why its last attempt failed
     short: bool = False  # the last attempt failed for want of room (not of members or validity)
     transition: tuple[str, str] = ("", "")  # the condition's (status, reason) last written
@@ -194,11 +199,16 @@ class GangTracker:
     def status(self, key: str) -> dict[str, Any] | None:
         """The status the group should show, or None when there is no such PodGroup or it is invalid:
         the API server checks the whole object on a status write, so one our CRD's schema refuses
-        (minMember 0, from scheduler-plugins' CRD) takes no status; its members' events say why."""
+        (minMember 0, from scheduler-plugins' CRD) takes no status; its members' events say why.
+        A group once Finished or Failed keeps that status."""
         group = self._groups(key)
         if group is None or group.error:
             return None
         record = self._records.setdefault(key, _Record())
+        if record.final is not None:
+            return record.final
+        if group.final:
+            return None  # written by an earlier leader; nothing changes it now
         members = [self._as_placed(pod) for pod in record.members.values()]
         counts = count_members(members)
         if counts.placed >= group.min_member:
@@ -229,6 +239,8 @@ class GangTracker:
         owners = occupied_by(members)
         if owners:
             status["occupiedBy"] = owners
+        if current in (FINISHED, FAILED):
+            record.final = status
         return status
 
     # --- internals --------------------------------------------------------------------------------
