@@ -88,7 +88,8 @@ async def failover_run(
         f"SIGTERM hand-over: {handover:.2f} s after the release, {since - termed_at:.2f} s after the signal "
         f"(retry {retry} s)"
     )
-    assert handover <= retry * (1 + JITTER) + 2 * retry + SLACK, election_story(survivors, termed_at)
+    # The survivors watch the Lease: the release wakes them at once, not at their next poll.
+    assert handover <= SLACK, election_story(survivors, termed_at)
     assert second.proc.proc is not None and second.proc.proc.wait(30) == 0
 
     await creating

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import random
+import statistics
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -27,8 +29,14 @@ SLACK = 1.0
 class Candidate:
     """An elector whose leader's work just records when each term began and ended."""
 
-    def __init__(self, api: ApiClient, lease: str, identity: str) -> None:
-        config = ElectionConfig(NAMESPACE, lease, identity, LEASE, RENEW, RETRY)
+    def __init__(
+        self,
+        api: ApiClient,
+        lease: str,
+        identity: str,
+        timings: tuple[float, float, float] = (LEASE, RENEW, RETRY),
+    ) -> None:
+        config = ElectionConfig(NAMESPACE, lease, identity, *timings)
         self.identity = identity
         self.elector = LeaderElector(api, config)
         self.terms: list[list[float]] = []  # [start, end] on the monotonic clock; end inf while leading
@@ -219,3 +227,46 @@ async def test_a_deleted_lease_whose_leader_died_is_taken_after_a_lease_duration
     lease = await read_lease(api, lease_name)
     assert lease is not None and lease["spec"]["holderIdentity"] == successor.identity
     assert_terms_never_overlap(candidates)
+
+
+async def test_a_released_lease_is_taken_within_a_fraction_of_a_second(
+    api: ApiClient, lease_name: str
+) -> None:
+    # kube-scheduler's timings: a follower that only polled would take a released Lease after half
+    # a retry period (1 s) on average.
+    timings = (15.0, 10.0, 2.0)
+    retry = timings[2]
+
+    def candidate() -> Candidate:
+        started = Candidate(api, lease_name, f"candidate-{uuid.uuid4().hex[:10]}", timings)
+        started.start()
+        return started
+
+    async def hand_over(leader: Candidate, follower: Candidate) -> float:
+        await wait_for(lambda: follower.elector.leader == leader.identity, timeout=2 * retry + SLACK)
+        # Release at a random moment of the follower's polling, as a rolling update would.
+        await asyncio.sleep(random.uniform(0.5, 0.5 + retry * (1 + JITTER)))
+        await leader.elector.release()
+        released = time.monotonic()
+        successor = await the_leader([follower], timeout=retry * (1 + JITTER) + SLACK)
+        return successor.terms[-1][0] - released
+
+    group = [candidate(), candidate()]
+    everyone = list(group)
+    handovers: list[float] = []
+    try:
+        for _ in range(10):
+            leader = await the_leader(group, timeout=2 * retry + SLACK)
+            (follower,) = [c for c in group if c is not leader]
+            handovers.append(await hand_over(leader, follower))
+            group = [follower, candidate()]  # the old leader's process restarts as a new candidate
+            everyone.append(group[1])
+    finally:
+        print(f"\nhand-overs after a release (s): {[round(h, 3) for h in handovers]}")
+        for c in everyone:
+            await c.elector.release()
+    median, worst = statistics.median(handovers), max(handovers)
+    figures = f"{[round(h, 3) for h in handovers]}: median {median:.3f} s, max {worst:.3f} s"
+    print(f"median {median:.3f} s, max {worst:.3f} s")
+    assert median <= 0.5 and worst <= 1.0, figures
+    assert_terms_never_overlap(everyone)

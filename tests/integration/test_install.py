@@ -194,6 +194,7 @@ ALLOWED = [
     ("patch", "schedulerpolicies.kubesched.io --subresource=status", None),
     ("patch", "podgroups.scheduling.x-k8s.io --subresource=status", "default"),
     ("get", "leases.coordination.k8s.io/kubesched", NAMESPACE),
+    ("watch", "leases.coordination.k8s.io/kubesched", NAMESPACE),
     ("update", "leases.coordination.k8s.io/kubesched", NAMESPACE),
     ("create", "leases.coordination.k8s.io", NAMESPACE),
     # Volume binding (kube/volume_writer.py).
@@ -230,6 +231,7 @@ DENIED = [
     ("update", "leases.coordination.k8s.io/kube-scheduler", "kube-system"),
     ("create", "leases.coordination.k8s.io", "kube-system"),
     ("list", "leases.coordination.k8s.io", NAMESPACE),
+    ("watch", "leases.coordination.k8s.io", NAMESPACE),  # only the one Lease
     ("update", "leases.coordination.k8s.io/someone-else", NAMESPACE),
     ("delete", "leases.coordination.k8s.io/kubesched", NAMESPACE),
     ("create", "clusterrolebindings.rbac.authorization.k8s.io", None),

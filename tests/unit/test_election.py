@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import math
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from structlog.testing import capture_logs
 
 from kubesched.kube.binding import Binder, BindOutcome, BindResult
 from kubesched.kube.client import TokenBucket
@@ -16,6 +20,7 @@ from kubesched.kube.election import (
     Action,
     ElectionConfig,
     ElectionState,
+    LeaderElector,
     LeaseRecord,
     default_identity,
     default_namespace,
@@ -343,3 +348,113 @@ async def test_shutdown_takes_no_more_pods_and_leaves_them_to_the_next_leader() 
     queue.add(pod_from_dict(make_pod("left-for-the-next-leader", "ns")))
     queue.close()
     assert await queue.pop_batch(10) == []
+
+
+# ------------------------------------------------------------------------- the elector, on a fake API
+
+
+class FakeResponse:
+    def __init__(self, status: int, body: Any = None, lines: AsyncIterator[bytes] | None = None) -> None:
+        self.status = status
+        self._body = body
+        self.content = lines
+
+    async def text(self) -> str:
+        return "" if self._body is None else json.dumps(self._body)
+
+    def release(self) -> None:
+        pass
+
+
+class FakeLeases:
+    """One Lease served as the API server would: optimistic concurrency, and a watch of its changes.
+
+    The first `failing_watches` watches are answered 503."""
+
+    configuration = None
+
+    def __init__(self, failing_watches: int = 0) -> None:
+        self.lease: dict[str, Any] | None = None
+        self.version = 0
+        self.failing_watches = failing_watches
+        self.watches: list[asyncio.Queue[bytes]] = []
+
+    async def call_api(self, path: str, method: str, **kwargs: Any) -> FakeResponse:
+        if ("watch", "true") in (kwargs.get("query_params") or []):
+            if self.failing_watches:
+                self.failing_watches -= 1
+                return FakeResponse(503, {"message": "the API server is starting"})
+            queue: asyncio.Queue[bytes] = asyncio.Queue()
+            self.watches.append(queue)
+            if self.lease is not None:
+                queue.put_nowait(json.dumps({"type": "ADDED", "object": self.lease}).encode())
+            return FakeResponse(200, lines=self._stream(queue))
+        if method == "GET":
+            return FakeResponse(404, {}) if self.lease is None else FakeResponse(200, self.lease)
+        body = dict(kwargs["body"])
+        current = self.lease["metadata"]["resourceVersion"] if self.lease else None
+        if (method == "POST") != (self.lease is None) or body["metadata"].get(
+            "resourceVersion", current
+        ) != current:
+            return FakeResponse(409, {"message": "conflict"})
+        self.write(body["spec"])
+        return FakeResponse(200, self.lease)
+
+    def write(self, spec: dict[str, Any]) -> None:
+        """A write of the Lease (ours, or someone else's behind the electors' backs)."""
+        self.version += 1
+        metadata = {"name": "kubesched", "namespace": "kube-system", "resourceVersion": str(self.version)}
+        self.lease = {"metadata": metadata, "spec": spec}
+        for queue in self.watches:
+            queue.put_nowait(json.dumps({"type": "MODIFIED", "object": self.lease}).encode())
+
+    async def _stream(self, queue: asyncio.Queue[bytes]) -> AsyncIterator[bytes]:
+        while True:
+            yield await queue.get()
+
+
+async def idle() -> None:
+    await asyncio.Event().wait()
+
+
+def slow_config(identity: str) -> ElectionConfig:
+    """Rounds so far apart that only the watch can explain a takeover within the test."""
+    return ElectionConfig("kube-system", "kubesched", identity, 600.0, 400.0, 300.0)
+
+
+async def test_a_release_is_logged_as_a_choice_and_any_other_end_of_term_as_a_warning() -> None:
+    leases = FakeLeases()
+    with capture_logs() as logs:
+        for ending in ("release", "cancel"):
+            elector = LeaderElector(leases, config())  # type: ignore[arg-type]
+            running = asyncio.create_task(elector.run(idle))
+            await wait_for(elector.is_leader, timeout=5)
+            if ending == "release":
+                await elector.release()
+            else:
+                running.cancel()
+            await asyncio.gather(running, return_exceptions=True)
+    lost = [(e["log_level"], e["reason"]) for e in logs if e["event"] == "leader_lost"]
+    assert lost == [("info", "released"), ("warning", "election stopped")]
+
+
+async def test_a_follower_takes_a_released_lease_when_the_watch_shows_it_not_at_its_next_poll() -> None:
+    # The first watches are refused: each elector watches again, with backoff, and says so once.
+    leases = FakeLeases(failing_watches=4)
+    leader = LeaderElector(leases, slow_config(ME))  # type: ignore[arg-type]
+    follower = LeaderElector(leases, slow_config(OTHER))  # type: ignore[arg-type]
+    with capture_logs() as logs:
+        tasks = [asyncio.create_task(leader.run(idle))]
+        await wait_for(leader.is_leader, timeout=5)
+        tasks.append(asyncio.create_task(follower.run(idle)))
+        await wait_for(lambda: follower.leader == ME and len(leases.watches) == 2, timeout=10)
+        await leader.release()
+        await wait_for(follower.is_leader, timeout=5)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    assert leases.lease is not None
+    assert (leases.lease["spec"]["holderIdentity"], leases.lease["spec"]["leaseTransitions"]) == (OTHER, 1)
+    failed = [e for e in logs if e["event"] == "lease_watch_failed"]
+    assert failed and all("503" in e["error"] for e in failed), failed
+    assert len(failed) == len({e["identity"] for e in failed}), failed  # one line per elector's streak

@@ -22,6 +22,10 @@ others give it a lease duration first. Emptied: a follower takes it at once (as 
 while the leader only notices at its next renewal, so for up to a retry period both may bind, as
 with client-go.
 
+Followers poll every retry period, as client-go's do, and also watch the Lease: a release wakes
+them at once rather than at their next poll. The watch only wakes; the round that follows reads
+and decides as ever, so a watch that lags, breaks or is refused costs speed, never safety.
+
 `ElectionState` holds those decisions and takes the clock as an argument, so it is tested with
 plain numbers; `LeaderElector` does the requests and runs the leader's work while it leads;
 `ElectionThread` runs it on a thread of its own.
@@ -33,6 +37,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import enum
+import json
 import math
 import os
 import random
@@ -50,6 +55,7 @@ import structlog
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from kubesched.kube.client import Api, Configuration, api_client, request
+from kubesched.kube.retry import backoff_delay
 from kubesched.model.selectors import is_dns1123_label, is_dns1123_subdomain
 from kubesched.telemetry import metrics
 
@@ -58,11 +64,13 @@ log = structlog.get_logger(__name__)
 DEFAULT_NAMESPACE = "kube-system"
 # Followers poll every retry period plus up to this fraction of it, so that replicas started
 # together drift apart. client-go uses 1.2 (up to 2.2 periods); a small one keeps takeover
-# after a release close to one retry period.
+# after a release the watch missed close to one retry period.
 JITTER = 0.2
 # client-go's rule: a leader must get more than one jittered retry within its renew deadline.
 CLIENT_GO_JITTER = 1.2
 RELEASE_TIMEOUT = 5.0
+# The API server ends the Lease's watch after this and the elector opens another (as the informers do).
+WATCH_TIMEOUT = 300
 TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 
@@ -385,6 +393,7 @@ class LeaderElector:
         self._runner: asyncio.Task[None] | None = None
         self._leader_seen = ""
         self._stop_reason = "election stopped"
+        self._wake = asyncio.Event()  # set by the watch: the Lease was released, try now
         self._log = log.bind(lease=config.lease_key, identity=config.identity)
         metrics.LEADER_STATUS.labels(config.name).set(0)
 
@@ -410,9 +419,11 @@ class LeaderElector:
             renew_deadline=self.config.renew_deadline,
             retry_period=self.config.retry_period,
         )
+        watch = asyncio.create_task(self._watch(), name="lease-watch")
         try:
             while True:
                 started = self._clock()
+                self._wake.clear()  # a release seen from here on is read by this round or wakes the next
                 await self._attempt()
                 now = self._clock()
                 if self.state.lapsed(now):
@@ -426,10 +437,12 @@ class LeaderElector:
                     wake = min(wake, self.state.deadline)
                 await self._pause(max(wake - self._clock(), 0.0))
         finally:
+            watch.cancel()
             # Nobody renews from now on: stop binding at once rather than at the deadline.
             if self.state.leading:
                 self._step_down(self._stop_reason)
             await self._finish_ended_terms()
+            await asyncio.gather(watch, return_exceptions=True)
             self._runner = None
 
     async def release(self) -> None:
@@ -536,6 +549,61 @@ class LeaderElector:
         except (OSError, aiohttp.ClientError) as exc:
             raise TransientError(f"{method} {path}: {exc!r}") from exc
 
+    # --- the watch: a follower's wake-up call --------------------------------------------------
+
+    async def _watch(self) -> None:
+        """Wake a follower the moment the Lease is released; reopen after a break, with backoff.
+
+        Polling goes on meanwhile: the watch saves the wait for the next poll, nothing more.
+        """
+        failures = 0
+        while True:
+            try:
+                await self._watch_once()
+                failures = 0
+            except Exception as exc:  # the API server may be away or refuse: never end the election
+                delay = backoff_delay(failures, 0.2, 10.0, JITTER, self._rng)  # the informers' backoff
+                if failures == 0:
+                    self._log.warning(
+                        "lease_watch_failed", error=str(exc) or repr(exc), retry_in=round(delay, 2)
+                    )
+                failures += 1
+                await asyncio.sleep(delay)
+
+    async def _watch_once(self) -> None:
+        # No resourceVersion: the stream opens with the Lease as it is now, so a release made
+        # while no watch was open wakes us too, and there is no expired version to handle.
+        query = [
+            ("watch", "true"),
+            ("fieldSelector", f"metadata.name={self.config.name}"),
+            ("timeoutSeconds", str(WATCH_TIMEOUT)),
+        ]
+        response = await self._api.call_api(
+            leases_path(self.config.namespace),
+            "GET",
+            query_params=query,
+            header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _request_timeout=aiohttp.ClientTimeout(total=WATCH_TIMEOUT + 30, sock_connect=10),
+        )
+        try:
+            if response.status >= 300:
+                raise LeaseError(f"watching the lease: {response.status} {await response.text()}")
+            async for line in response.content:
+                if not line.strip():
+                    continue
+                event = json.loads(line)
+                lease = event.get("object")
+                if event.get("type") == "ERROR":
+                    raise LeaseError(f"watching the lease: {lease}")
+                # Only wake: a round that read the Lease may be writing now, and must write what it read.
+                released = event.get("type") != "DELETED" and not LeaseRecord.from_lease(lease or {}).holder
+                if released and not self.state.leading:
+                    self._wake.set()
+        finally:
+            response.release()
+
     def _retrying(self) -> AsyncRetrying:
         # Quick retries inside one round for blips (a dropped connection, a 503 during an API
         # server restart); the round's budget bounds them all.
@@ -568,7 +636,9 @@ class LeaderElector:
         until = time.time() - max(now - self.state.deadline, 0.0)
         self.state.step_down()
         metrics.LEADER_STATUS.labels(self.config.name).set(0)
-        self._log.warning("leader_lost", reason=reason, until=round(until, 6))
+        # A release is the process's own choice (a shutdown), not a loss to warn about.
+        level = self._log.info if reason == "released" else self._log.warning
+        level("leader_lost", reason=reason, until=round(until, 6))
         if self._term is not None:
             self._term.cancel()
             self._ending.append(self._term)
@@ -584,12 +654,13 @@ class LeaderElector:
                 self._log.error("leader_term_failed", error=repr(term.exception()))
 
     async def _pause(self, delay: float) -> None:
-        """Sleep until the next round, but wake up if the leader's work fails meanwhile."""
+        """Sleep until the next round, but wake up if the leader's work fails or the Lease is released."""
         term = self._term
-        if term is None or term.done():
-            await asyncio.sleep(delay)
-        else:
-            await asyncio.wait({term}, timeout=delay)
+        wake = asyncio.create_task(self._wake.wait())
+        try:
+            await asyncio.wait({wake} if term is None or term.done() else {wake, term}, timeout=delay)
+        finally:
+            wake.cancel()
         if term is not None and term.done() and not term.cancelled():
             error = term.exception()
             if error is not None:
