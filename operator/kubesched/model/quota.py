@@ -22,6 +22,7 @@ from kubesched.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Reso
 KIND: Final = "ElasticQuota"
 
 Amounts = Mapping[str, int]
+FINISHED: Final = ("Succeeded", "Failed")
 
 
 def amounts(resource: Resource) -> dict[str, int]:
@@ -184,8 +185,8 @@ class QuotaState:
         return self.used.get(namespace, {})
 
     def with_pod(self, pod: Pod, sign: int = 1) -> QuotaState:
-        """After placing `pod` (sign 1) or removing it (-1); itself when no quota covers it."""
-        if pod.namespace not in self.quotas or not counts(pod):
+        """After placing `pod` on a node (sign 1) or removing it (-1); itself when no quota covers it."""
+        if pod.namespace not in self.quotas or pod.phase in FINISHED:
             return self
         used = dict(self.used)
         used[pod.namespace] = add(used.get(pod.namespace, {}), request(pod), sign)
@@ -221,7 +222,7 @@ EMPTY: Final = QuotaState()
 def counts(pod: Pod) -> bool:
     """Whether a pod's requests count against its quota: placed and not finished (a terminating
     pod holds its resources until it is gone, as upstream counts it)."""
-    return bool(pod.node_name) and pod.phase not in ("Succeeded", "Failed")
+    return bool(pod.node_name) and pod.phase not in FINISHED
 
 
 __all__ = [
