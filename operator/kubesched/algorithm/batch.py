@@ -4,6 +4,10 @@ The scheduling loop hands one batch at a time to its executor (kubesched.runtime
 `simulate`, the shadow bench and the tests call `schedule_batch` directly. Pure: it changes
 nothing it is given and returns every decision, for the caller to carry out.
 
+ElasticQuotas (algorithm/admission.py) are checked before the filters, on the snapshot's QuotaState,
+which each placement updates: a pod its quota refuses is not tried on any node, nor does it preempt
+(quota reclaim is preemption's own).
+
 Nominated pods: kube-scheduler 1.20 keeps the pods nominated to a node by preemption in its
 queue's PodNominator and adds those of equal or higher priority to a node before running the
 filters on it (RunFilterPluginsWithNominatedPods, framework/runtime/framework.go). Here
@@ -19,6 +23,7 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 
 from kubesched.algorithm import preemption
+from kubesched.algorithm.admission import QuotaError, quota_error
 from kubesched.algorithm.gang import GangState, gang_states, schedule_gang
 from kubesched.algorithm.generic import Algorithm, FitError, ScheduleResult
 from kubesched.algorithm.preemption import PreemptionOutcome
@@ -101,6 +106,13 @@ def schedule_batch(
         gangs = gang_states((pod for pod in pods if group_key(pod)), snapshot)
 
     def place(pod: Pod, view_of: Snapshot, at: int) -> tuple[Outcome, Snapshot, int]:
+        # PreFilter's quota check, on the use before the nominations (it counts them itself).
+        if view_of.quotas:
+            others = (other for other, _ in nominated.values())
+            borrowing = profiles[pod.scheduler_name].quota_borrowing
+            refused = quota_error(view_of.quotas, [pod], len(view_of.nodes), others, borrowing)
+            if refused is not None:
+                return refused, view_of, at
         view = with_nominated(view_of, pod, nominated) if nominated else view_of
         try:
             result = profiles[pod.scheduler_name].schedule(pod, view, rng, at)
@@ -148,7 +160,7 @@ def schedule_batch(
         seen, began = view, start
         algorithm = profiles[pod.scheduler_name]
         outcome, snapshot, start = place(pod, snapshot, start)
-        if isinstance(outcome, FitError):
+        if isinstance(outcome, FitError) and not isinstance(outcome, QuotaError):
             try:
                 nominee = nominated.get(pod.uid, (pod, pod.nominated_node_name))[1]
                 outcome = preemption.attempt(

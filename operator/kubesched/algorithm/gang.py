@@ -10,8 +10,9 @@ assumed, nothing bound.
 
 Before any attempt, coscheduling's PreFilter checks: the group exists and is valid, its members
 use one scheduler name, `minMember` of them exist, and the cluster's free resources can cover
-`minResources` (CheckClusterResource). Once `minMember` members are bound, the others are
-ordinary pods.
+`minResources` (CheckClusterResource); then the members still needed, up to `minMember`, are
+admitted by their ElasticQuota together (algorithm/admission.py). Once `minMember` members are
+bound, the others are ordinary pods.
 
 Preemption: a group short of room evicts only when, on the snapshot after the evictions, every
 member it still needs then fits; the members that fit without it are nominated to their nodes
@@ -26,15 +27,17 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 from kubesched.algorithm import preemption
+from kubesched.algorithm.admission import QuotaError, refusal
 from kubesched.algorithm.generic import Algorithm, FitError, ScheduleResult
 from kubesched.algorithm.preemption import Preemption, PreemptionOutcome
 from kubesched.model.disruption import DisruptionBudget
 from kubesched.model.nodeinfo import Snapshot
 from kubesched.model.objects import Pod
 from kubesched.model.podgroup import PodGroup, bound_members, group_key, pod_group_from_dict
+from kubesched.model.quota import in_one_unit
 from kubesched.model.resources import ZERO, Resource
 
 # One placement: the snapshot and the start index it leaves, or a FitError (or a bug) for the pod.
@@ -103,29 +106,20 @@ def free_resources(snapshot: Snapshot) -> Resource:
     return free
 
 
-Units = tuple[tuple[str, int], ...]
-
-# (suffix, size) from the largest; cpu is counted in millicores, the others in units.
-_CPU_UNITS: Final[Units] = (("", 1000), ("m", 1))
-_BYTE_UNITS: Final[Units] = (("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10))
-
-
 def shortfall(needed: Resource, free: Resource) -> list[str]:
     """ "cpu 64 needed, 40 free" for each resource `free` cannot cover, both in one unit."""
     gaps: list[str] = []
-    pairs: list[tuple[str, int, int, Units]] = [
-        ("cpu", needed.milli_cpu, free.milli_cpu, _CPU_UNITS),
-        ("memory", needed.memory, free.memory, _BYTE_UNITS),
-        ("ephemeral-storage", needed.ephemeral_storage, free.ephemeral_storage, _BYTE_UNITS),
-        ("pods", needed.allowed_pods, free.allowed_pods, ()),
-        *((name, amount, free.scalar.get(name, 0), ()) for name, amount in sorted(needed.scalar.items())),
+    pairs: list[tuple[str, int, int]] = [
+        ("cpu", needed.milli_cpu, free.milli_cpu),
+        ("memory", needed.memory, free.memory),
+        ("ephemeral-storage", needed.ephemeral_storage, free.ephemeral_storage),
+        ("pods", needed.allowed_pods, free.allowed_pods),
+        *((name, amount, free.scalar.get(name, 0)) for name, amount in sorted(needed.scalar.items())),
     ]
-    for name, want, have, units in pairs:
+    for name, want, have in pairs:
         if want > have:
-            have = max(have, 0)
-            # The largest unit that writes both exactly: "cpu 100 needed, 14900m free" reads as 100m.
-            suffix, size = next(((u, n) for u, n in units if want % n == 0 and have % n == 0), ("", 1))
-            gaps.append(f"{name} {want // size}{suffix} needed, {have // size}{suffix} free")
+            written_want, written_have = in_one_unit(name, want, max(have, 0))
+            gaps.append(f"{name} {written_want} needed, {written_have} free")
     return gaps
 
 
@@ -182,6 +176,14 @@ def schedule_gang(
         return [_waiting(pod, num_nodes, key, why, nominated) for pod in pods], snapshot, start
     assert state is not None and state.group is not None
     need = state.group.min_member
+    # The members still needed are admitted by their quota together: a group never gets half in.
+    unit = pods[: max(need - len(bound), 0)]
+    if unit and snapshot.quotas:
+        borrowing = profiles[pods[0].scheduler_name].quota_borrowing
+        quota, refused = refusal(snapshot.quotas, unit, (other for other, _ in nominated.values()), borrowing)
+        if quota:
+            why = f"ElasticQuota {quota} refuses its {len(unit)} members still needed: {refused}"
+            return [_waiting(pod, num_nodes, key, why, nominated) for pod in pods], snapshot, start
     look: See = see or (lambda _pod, view: view)
 
     before, before_start, before_nominated = snapshot, start, dict(nominated)
@@ -260,6 +262,8 @@ def _preempt_alone(
     nominated: MutableMapping[str, tuple[Pod, str]],
 ) -> Any:
     pod = error.pod
+    if isinstance(error, QuotaError):
+        return error  # eviction frees no quota here
     algorithm = profiles[pod.scheduler_name]
     try:
         nominee = nominated.get(pod.uid, (pod, pod.nominated_node_name))[1]
@@ -310,6 +314,8 @@ def _gang_preemption(
     for _, error in failures:
         if len(plan) >= missing:
             break
+        if isinstance(error, QuotaError):
+            continue
         pod = error.pod
         algorithm = profiles[pod.scheduler_name]
         try:

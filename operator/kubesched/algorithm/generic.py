@@ -23,6 +23,7 @@ from kubesched.algorithm.extender_wire import ExtenderError
 from kubesched.algorithm.extenders import HTTPExtender, run_filters, run_prioritizers
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
+from kubesched.model.quota import GUARANTEES
 from kubesched.model.table import NodeTable
 from kubesched.model.unsupported import refusal
 from kubesched.plugins.framework import SKIP, Predicate, Priority, Reject
@@ -147,6 +148,8 @@ class Algorithm:
     ignored_priority_names: tuple[str, ...] = ()
     # False: every filter and score per node (the reference the vectorised forms are tested against).
     vectorised: bool = True
+    # ElasticQuota borrowing (algorithm/admission.py): GUARANTEES (upstream's rule) or CLUSTER.
+    quota_borrowing: str = GUARANTEES
 
     def describe(self) -> dict[str, Any]:
         """The configuration in the legacy Policy's field names, for logs and status."""
@@ -158,6 +161,8 @@ class Algorithm:
             "hardPodAffinitySymmetricWeight": self.hard_pod_affinity_symmetric_weight,
             "percentageOfNodesToScore": self.percentage_of_nodes_to_score,
         }
+        if self.quota_borrowing != GUARANTEES:
+            described["quotas"] = {"borrowing": self.quota_borrowing}
         if self.extenders:
             described["extenders"] = [e.name for e in self.extenders]
         return described

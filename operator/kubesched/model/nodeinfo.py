@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from kubesched.model.affinity import PodAffinity, has_pod_affinity, parse_pod_affinity
 from kubesched.model.objects import HostPort, Node, Pod
 from kubesched.model.quota import EMPTY as EMPTY_QUOTAS
-from kubesched.model.quota import QuotaState
+from kubesched.model.quota import QuotaState, elastic_quota_from_dict
 from kubesched.model.resources import ZERO, Resource
 from kubesched.model.table import NodeColumns, NodeTable, NodeUsage
 
@@ -102,6 +102,7 @@ class ClusterObjects:
     csi_storage_capacities: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     namespaces: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # for namespaceSelector
     pod_groups: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # gangs (model/podgroup.py)
+    elastic_quotas: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # model/quota.py
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +128,13 @@ class Snapshot:
 
     @classmethod
     def of(cls, nodes: Sequence[NodeInfo], objects: ClusterObjects | None = None) -> Snapshot:
-        return cls(tuple(nodes), objects or ClusterObjects(), {n.name: i for i, n in enumerate(nodes)})
+        """The snapshot of these nodes and objects, the quotas' use counted from the nodes' pods."""
+        objects = objects or ClusterObjects()
+        quotas = EMPTY_QUOTAS
+        if objects.elastic_quotas:
+            parsed = (elastic_quota_from_dict(raw) for raw in objects.elastic_quotas.values())
+            quotas = QuotaState.build(parsed, (pod for n in nodes for pod in n.pods.values()))
+        return cls(tuple(nodes), objects, {n.name: i for i, n in enumerate(nodes)}, quotas=quotas)
 
     def table(self) -> NodeTable | None:
         """The nodes as columns, or None when some amount is too large for them."""

@@ -20,6 +20,11 @@ from kubesched.model.quantity import QuantityError
 from kubesched.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resource, resource_from_list
 
 KIND: Final = "ElasticQuota"
+# How far a quota may borrow beyond its min (algorithm/admission.py): only from the other quotas'
+# unused mins (upstream's rule), or from whatever the cluster has free.
+GUARANTEES: Final = "Guarantees"
+CLUSTER: Final = "Cluster"
+BORROWING: Final = (GUARANTEES, CLUSTER)
 
 Amounts = Mapping[str, int]
 FINISHED: Final = ("Succeeded", "Failed")
@@ -58,6 +63,22 @@ def total(parts: Iterable[Amounts]) -> dict[str, int]:
     for part in parts:
         out = add(out, part)
     return out
+
+
+Units = tuple[tuple[str, int], ...]
+
+# (suffix, size) from the largest; cpu is counted in millicores, memory and storage in bytes.
+_CPU_UNITS: Final[Units] = (("", 1000), ("m", 1))
+_BYTE_UNITS: Final[Units] = (("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10))
+_UNITS: Final[Mapping[str, Units]] = {CPU: _CPU_UNITS, MEMORY: _BYTE_UNITS, EPHEMERAL_STORAGE: _BYTE_UNITS}
+
+
+def in_one_unit(name: str, *values: int) -> tuple[str, ...]:
+    """`values` of resource `name` written in the largest unit that writes them all exactly:
+    cpu 100 and 14900 (millicores) read "100m", "14900m"; memory 2Gi and 1Gi "2Gi", "1Gi"."""
+    units = _UNITS.get(name, ())
+    suffix, size = next(((u, n) for u, n in units if all(v % n == 0 for v in values)), ("", 1))
+    return tuple(f"{v // size}{suffix}" for v in values)
 
 
 # Judged whatever a pod asks for, as upstream's cmp2 does; extended resources only where asked.
@@ -226,7 +247,10 @@ def counts(pod: Pod) -> bool:
 
 
 __all__ = [
+    "BORROWING",
+    "CLUSTER",
     "EMPTY",
+    "GUARANTEES",
     "KIND",
     "Amounts",
     "ElasticQuota",
@@ -236,6 +260,7 @@ __all__ = [
     "counts",
     "effective",
     "elastic_quota_from_dict",
+    "in_one_unit",
     "over",
     "request",
     "total",
