@@ -16,6 +16,7 @@ from kubesched.algorithm.admission import QuotaError, refusal
 from kubesched.algorithm.batch import schedule_batch
 from kubesched.algorithm.gang import GangFitError
 from kubesched.algorithm.generic import Algorithm, ScheduleResult
+from kubesched.algorithm.preemption import PreemptionOutcome
 from kubesched.model.nodeinfo import ClusterObjects, Snapshot
 from kubesched.model.objects import Pod, node_from_dict, pod_from_dict
 from kubesched.model.podgroup import POD_GROUP_LABEL
@@ -149,6 +150,21 @@ def gpu_cluster(bound: Sequence[Pod] = (), quotas: Sequence[dict[str, Any]] = ()
 KEP_QUOTAS = [eq("a", {GPU: 4}, {GPU: 6}), eq("b", {GPU: 6}, {GPU: 8})]
 
 
+def kind(outcome: object) -> str:
+    """The outcome's class; "QuotaError" for a refusal preemption found no victims for."""
+    if isinstance(outcome, PreemptionOutcome) and isinstance(outcome.error, QuotaError):
+        assert not outcome.preemption.node_name and not outcome.preemption.victims, outcome.preemption
+        return "QuotaError"
+    return type(outcome).__name__
+
+
+def refused(outcome: object) -> QuotaError:
+    """The QuotaError of a refused pod (preemption, which it went to, found no victims)."""
+    assert kind(outcome) == "QuotaError", outcome
+    assert isinstance(outcome, PreemptionOutcome) and isinstance(outcome.error, QuotaError)
+    return outcome.error
+
+
 def test_story_1_a_borrows_up_to_its_max_then_waits_naming_its_quota() -> None:
     """KEP 9, story 1: a (min 4, max 6) borrows from b (min 6, max 8, using 3)."""
     b_bound = [pod("b", "b", gpu=3, node_name="n1")]
@@ -156,18 +172,20 @@ def test_story_1_a_borrows_up_to_its_max_then_waits_naming_its_quota() -> None:
     assert snap.quotas.used_by("b") == {GPU: 3}
     pods = [pod(f"a{i}", "a", gpu=2) for i in range(4)]
     outcomes, _ = schedule_batch(PROFILES, pods, snap, random.Random(0), 0)
-    assert [type(o).__name__ for o in outcomes] == ["ScheduleResult"] * 3 + ["QuotaError"], outcomes
-    last = outcomes[3]
-    assert isinstance(last, QuotaError)
-    assert last.summary() == f"0/1 nodes are available: ElasticQuota a/eq-a: over max: {GPU} 8 > 6."
+    assert [kind(o) for o in outcomes] == ["ScheduleResult"] * 3 + ["QuotaError"], outcomes
+    message = f"0/1 nodes are available: ElasticQuota a/eq-a: over max: {GPU} 8 > 6."
+    assert refused(outcomes[3]).summary() == message
+    assert outcomes[3].summary() == message  # what FailedScheduling says
 
 
-def test_a_refused_pod_does_not_preempt() -> None:
+def test_a_refused_pod_evicts_no_pod_of_no_quota() -> None:
     """Evicting pods of no quota frees nothing of a's max: the refusal stands, with no victims."""
     low = [pod(f"x{i}", "x", gpu=2, priority=0, node_name="n1") for i in range(5)]
     snap = gpu_cluster([*low, pod("a0", "a", gpu=6, node_name="n1")], KEP_QUOTAS)
     outcomes, _ = schedule_batch(PROFILES, [pod("a1", "a", gpu=2, priority=100)], snap, random.Random(0), 0)
-    assert type(outcomes[0]) is QuotaError
+    assert refused(outcomes[0]).quota == "a/eq-a"
+    message = f"0/1 nodes are available: ElasticQuota a/eq-a: over max: {GPU} 8 > 6."
+    assert outcomes[0].summary().startswith(message)
 
 
 # --------------------------------------------------- gangs: admitted as a unit
@@ -205,7 +223,7 @@ def test_a_gang_within_its_quota_places_min_member_and_the_rest_wait() -> None:
     outcomes, _ = schedule_batch(
         PROFILES, [member(f"m{i}") for i in range(4)], gang_cluster(3, 3), random.Random(0), 0
     )
-    assert [type(o).__name__ for o in outcomes] == ["ScheduleResult"] * 3 + ["QuotaError"], outcomes
+    assert [kind(o) for o in outcomes] == ["ScheduleResult"] * 3 + ["QuotaError"], outcomes
 
 
 # --------------------------------------------------- the property: max is never passed, use is exact

@@ -25,13 +25,13 @@ from kubesched.algorithm.preemption import (
     dry_run,
     preempt,
 )
-from kubesched.algorithm.quota_reclaim import ERR_REASON_QUOTA, UPSTREAM, ReclaimSettings
+from kubesched.algorithm.quota_reclaim import ERR_REASON_QUOTA, UPSTREAM, ReclaimSettings, reclaim_reason
 from kubesched.model.disruption import budget_from_dict
 from kubesched.model.nodeinfo import ClusterObjects, Snapshot
 from kubesched.model.objects import Pod
 from kubesched.model.podgroup import POD_GROUP_LABEL
 from kubesched.model.quota import ElasticQuota, QuotaState, elastic_quota_from_dict
-from kubesched.policy.compile import default_algorithm
+from kubesched.policy.compile import PolicyError, compile_policy, default_algorithm
 from kubesched_dev.fixtures import model_node, model_pod, node_info, snapshot
 
 ALGORITHM = default_algorithm()
@@ -453,6 +453,57 @@ def test_protect_min_still_reclaims_what_is_above_the_min() -> None:
     preemptor = pod("b1", "b", 0, gpu=3)
     result = run(preemptor, snap, settings=ReclaimSettings(protect_min=True))
     assert used_after(snap, result, preemptor) == {"a": 4, "b": 6}
+
+
+def test_the_policy_sets_protect_min_and_the_batch_follows_it() -> None:
+    """`quotas.protectMin` reaches reclaim through the batch: the case above, decided end to end."""
+    plain = compile_policy({})
+    protect = compile_policy({"quotas": {"protectMin": True}})
+    assert plain.quota_reclaim == UPSTREAM and "quotas" not in plain.describe()
+    assert protect.quota_reclaim == ReclaimSettings(protect_min=True)
+    assert protect.describe()["quotas"] == {"protectMin": True}
+    with pytest.raises(PolicyError) as caught:
+        compile_policy({"quotas": {"protectMin": "yes"}})
+    assert caught.value.field == "quotas.protectMin"
+    snap = cluster(
+        {"n": [pod(f"a{i}", "a", 0, gpu=2, started=i) for i in range(3)] + [pod("b0", "b", 0, gpu=3)]},
+        [quota("a", {GPU: 5}, {GPU: 10}), quota("b", {GPU: 5}, {GPU: 10})],
+    )
+    preemptor = pod("b1", "b", 0, gpu=2)
+    taken, _ = schedule_batch({"default-scheduler": plain}, [preemptor], snap, random.Random(0), 0)
+    assert [v.namespace for v in victims_of(taken)] == ["a"]
+    kept, _ = schedule_batch({"default-scheduler": protect}, [preemptor], snap, random.Random(0), 0)
+    assert victims_of(kept) == []
+    assert (
+        kept[0]
+        .summary()
+        .startswith(
+            f"0/1 nodes are available: ElasticQuota b/eq-b: the quotas' total use would pass the sum of "
+            f"their mins: {GPU} 11 > 10. preemption: "
+        )
+    )
+
+
+def test_a_refused_pod_preempts_in_a_batch_and_the_next_pod_sees_the_nomination() -> None:
+    """(3) in a batch: B's pod refused by the sum of the mins reclaims one of A's pods and is
+    nominated; a second pod of B, of the same priority, finds the room taken by it."""
+    snap = kep_story([pod("b0", "b", 0, gpu=3)])
+    first, second = pod("b1", "b", 0, gpu=3), pod("b2", "b", 0, gpu=3)
+    outcomes, _ = schedule_batch({"default-scheduler": ALGORITHM}, [first, second], snap, random.Random(0), 0)
+    assert isinstance(outcomes[0], PreemptionOutcome) and outcomes[0].preemption.node_name == "n"
+    assert [v.namespace for v in outcomes[0].preemption.victims] == ["a"]
+    assert victims_of(outcomes[1:]) == []  # B would pass its min: nothing more is taken from A
+    assert "ElasticQuota b/eq-b" in outcomes[1].summary()
+
+
+def test_a_victim_taken_from_another_quota_is_told_which_rule_took_it() -> None:
+    state = QuotaState.build([quota("a", {GPU: 4}, {GPU: 6}), quota("b", {GPU: 6}, {GPU: 8})], [])
+    preemptor = pod("b1", "b", 0, gpu=3)
+    assert reclaim_reason(preemptor, pod("a0", "a", HIGH, gpu=2), state) == (
+        "ElasticQuota b/eq-b, within its min, reclaims what a/eq-a uses over its min"
+    )
+    assert reclaim_reason(preemptor, pod("b0", "b", 0, gpu=2), state) == ""  # by priority, as ever
+    assert reclaim_reason(preemptor, pod("x0", "x", 0, gpu=2), state) == ""
 
 
 # ------------------------------------------------------------- gangs

@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 from kubesched.algorithm.extender_wire import ExtenderError
 from kubesched.algorithm.extenders import HTTPExtender, run_filters, run_prioritizers
+from kubesched.algorithm.quota_reclaim import UPSTREAM, ReclaimSettings
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
 from kubesched.model.quota import GUARANTEES
@@ -150,6 +151,8 @@ class Algorithm:
     vectorised: bool = True
     # ElasticQuota borrowing (algorithm/admission.py): GUARANTEES (upstream's rule) or CLUSTER.
     quota_borrowing: str = GUARANTEES
+    # What quota preemption does beyond upstream (algorithm/quota_reclaim.py).
+    quota_reclaim: ReclaimSettings = UPSTREAM
 
     def describe(self) -> dict[str, Any]:
         """The configuration in the legacy Policy's field names, for logs and status."""
@@ -161,8 +164,13 @@ class Algorithm:
             "hardPodAffinitySymmetricWeight": self.hard_pod_affinity_symmetric_weight,
             "percentageOfNodesToScore": self.percentage_of_nodes_to_score,
         }
+        quotas: dict[str, Any] = {}
         if self.quota_borrowing != GUARANTEES:
-            described["quotas"] = {"borrowing": self.quota_borrowing}
+            quotas["borrowing"] = self.quota_borrowing
+        if self.quota_reclaim.protect_min:
+            quotas["protectMin"] = True
+        if quotas:
+            described["quotas"] = quotas
         if self.extenders:
             described["extenders"] = [e.name for e in self.extenders]
         return described

@@ -158,4 +158,13 @@ class Reclaim:
         return False
 
 
-__all__ = ["ERR_REASON_QUOTA", "UPSTREAM", "Reclaim", "ReclaimSettings"]
+def reclaim_reason(preemptor: Pod, victim: Pod, quotas: QuotaState) -> str:
+    """What a victim's Preempted event adds when it is taken from another quota (by priority within
+    one quota, or without quotas, preemption needs no words of its own)."""
+    own, lent = quotas.of(preemptor.namespace), quotas.of(victim.namespace)
+    if own is None or lent is None or preemptor.namespace == victim.namespace:
+        return ""
+    return f"ElasticQuota {own.key}, within its min, reclaims what {lent.key} uses over its min"
+
+
+__all__ = ["ERR_REASON_QUOTA", "UPSTREAM", "Reclaim", "ReclaimSettings", "reclaim_reason"]

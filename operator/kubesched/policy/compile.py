@@ -44,6 +44,7 @@ import yaml
 
 from kubesched.algorithm.extenders import TransportFactory, ignored_resources
 from kubesched.algorithm.generic import Algorithm, WeightedPriority
+from kubesched.algorithm.quota_reclaim import ReclaimSettings
 from kubesched.model.quota import BORROWING, GUARANTEES
 from kubesched.model.shape import FieldError, array, boolean, is_int, known_fields, mapping, string
 from kubesched.plugins import registry
@@ -370,15 +371,18 @@ def _bounded_int(spec: Mapping[str, Any], field: str, low: int, high: int) -> in
     return int(value)
 
 
-def _quota_borrowing(raw: Any) -> str:
-    """`quotas.borrowing`: where an ElasticQuota past its min may borrow (algorithm/admission.py)."""
-    quotas = known_fields(mapping(raw, QUOTAS, null_ok=True), ("borrowing",), QUOTAS)
+def _quotas(raw: Any) -> tuple[str, ReclaimSettings]:
+    """`quotas`: where an ElasticQuota past its min may borrow (algorithm/admission.py), and what
+    reclaim protects (algorithm/quota_reclaim.py)."""
+    quotas = known_fields(mapping(raw, QUOTAS, null_ok=True), ("borrowing", "protectMin"), QUOTAS)
     borrowing = quotas.get("borrowing")
     if borrowing is None:
-        return GUARANTEES
-    if borrowing not in BORROWING:
+        borrowing = GUARANTEES
+    elif borrowing not in BORROWING:
         raise PolicyError(f"{QUOTAS}.borrowing", f"must be one of {', '.join(BORROWING)}, got {borrowing!r}")
-    return str(borrowing)
+    protect = quotas.get("protectMin")
+    protect_min = False if protect is None else boolean(protect, f"{QUOTAS}.protectMin")
+    return str(borrowing), ReclaimSettings(protect_min=protect_min)
 
 
 def _default_constraints(raw: Any) -> tuple[Mapping[str, Any], ...]:
@@ -420,7 +424,7 @@ def compile_policy(
     # 0 (or absent) means "not set" in 1.20, which then uses the default of 1.
     hard_weight = _bounded_int(spec, "hardPodAffinitySymmetricWeight", 0, 100)
     percentage = _bounded_int(spec, "percentageOfNodesToScore", 0, 100)
-    borrowing = _quota_borrowing(spec.get(QUOTAS))
+    borrowing, reclaim = _quotas(spec.get(QUOTAS))
     settings = PluginSettings(
         hard_pod_affinity_symmetric_weight=hard_weight or DEFAULT_HARD_POD_AFFINITY_SYMMETRIC_WEIGHT,
         default_pod_topology_spread=default_pod_topology_spread,
@@ -447,6 +451,7 @@ def compile_policy(
         extenders=extenders,
         ignored_priority_names=ignored,
         quota_borrowing=borrowing,
+        quota_reclaim=reclaim,
     )
 
 

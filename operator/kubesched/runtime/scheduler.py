@@ -35,6 +35,7 @@ from kubesched.algorithm.batch import Observer, Outcome, schedule_batch
 from kubesched.algorithm.gang import GangFitError
 from kubesched.algorithm.generic import Algorithm, FitError, ScheduleResult
 from kubesched.algorithm.preemption import Preemption, PreemptionOutcome
+from kubesched.algorithm.quota_reclaim import reclaim_reason
 from kubesched.algorithm.volume_reserve import PodVolumes, ScheduledWithVolumes
 from kubesched.kube.binding import Binder, BindOutcome, BindResult
 from kubesched.kube.event_correlator import ObjectReference
@@ -727,9 +728,10 @@ class Scheduler:
         self.nominator.add(pod, node)
         if self._evictor is None:
             return
+        quotas = self.cache.quotas()
         for victim in result.victims:
             if not victim.deleting:  # one already terminating needs no second delete, nor event
-                self._evictor.evict(victim, pod, node)
+                self._evictor.evict(victim, pod, node, reclaim_reason(pod, victim, quotas))
         for other in lower:
             self._evictor.nominate(other, "")
         self._evictor.nominate(pod, node)
