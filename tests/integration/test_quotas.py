@@ -1,6 +1,7 @@
 """ElasticQuotas on a real API server, with `kubesched run` as a process: KEP 9's story 1 (borrowing up
-to max, then waiting with the quota named), a gang its quota cannot hold, and life under
-scheduler-plugins' own CRD (scheduler_plugins_elasticquota_crd.yaml).
+to max, then waiting with the quota named), a gang its quota cannot hold, life under
+scheduler-plugins' own CRD (scheduler_plugins_elasticquota_crd.yaml), and reclaim by preemption:
+a quota under its min takes back what it lent, and nothing more (issue 36's acceptance cases).
 
 Upstream: kubernetes-sigs/scheduler-plugins, pkg/capacityscheduling/ and
 test/integration/capacity_scheduling_test.go; kep/9-capacity-scheduling. Run with -s to read what was seen.
@@ -232,3 +233,243 @@ async def test_under_scheduler_plugins_crd_quotas_admit_and_status_is_written(
         await wait_used(api, namespace, "quota", {GPU: "2"})
     finally:
         await install_crds(api, REPO / "crds")
+
+
+# --------------------------------------------------------------------------- reclaim by preemption
+
+HIGH, MID, LOW = 1000, 100, 10
+
+
+def held_pod(
+    name: str, namespace: str, scheduler: str, gpus: int, selector: Mapping[str, str], priority: int = 0
+) -> dict[str, Any]:
+    """A pod of `gpus` that goes at once when evicted (no kubelet here to wait for)."""
+    manifest = with_gpus(
+        make_pod(name, namespace, scheduler, node_selector=selector, priority=priority), gpus
+    )
+    manifest["spec"]["terminationGracePeriodSeconds"] = 0
+    return manifest
+
+
+def running(name: str, namespace: str, node: str, priority: int, **requests: str) -> dict[str, Any]:
+    """A pod already on `node` (upstream's existPods), going at once when evicted."""
+    manifest = make_pod(name, namespace, "default-scheduler", priority=priority, node_name=node, **requests)
+    manifest["spec"]["terminationGracePeriodSeconds"] = 0
+    return manifest
+
+
+async def preempted(api: ApiClient, namespace: str) -> dict[str, list[str]]:
+    """The Preempted events' messages in `namespace`, by pod."""
+    status, body = await request(api, "GET", f"/api/v1/namespaces/{namespace}/events")
+    assert status == 200, body
+    found: dict[str, list[str]] = {}
+    for event in body["items"]:
+        if event["reason"] == "Preempted":
+            found.setdefault(event["involvedObject"]["name"], []).append(event["message"])
+    return found
+
+
+async def wait_bound_pod(api: ApiClient, namespace: str, name: str, timeout: float = 60) -> str:
+    await wait_for(
+        lambda: _bound(api, namespace, name), timeout=timeout, interval=0.3, message=f"{name} bound"
+    )
+    node = node_of((await pods_by_name(api, namespace))[name])
+    print(f"{namespace}/{name} bound to {node}")
+    return node
+
+
+async def wait_names(api: ApiClient, namespace: str, expected: set[str], timeout: float = 60) -> None:
+    """Until exactly `expected` pods exist in `namespace` (the victims gone)."""
+    seen: list[set[str]] = []
+
+    async def settled() -> bool:
+        seen.append(set(await pods_by_name(api, namespace)))
+        return seen[-1] == expected
+
+    await wait_for(settled, timeout=timeout, interval=0.3, message=f"{namespace} pods {sorted(expected)}")
+
+
+async def kep_story(
+    api: ApiClient, kubesched: KubeschedProcess, namespaces: list[str]
+) -> tuple[str, str, dict[str, str]]:
+    """KEP 9 story 1 on one 10-GPU node: A (min 4, max 6) borrowed up to 6 in 2-GPU pods while B
+    (min 6, max 8) used 3."""
+    a, b = [await new_namespace(api, namespaces, x) for x in "ab"]
+    selector = await gpu_node(api, f"{a}-node")
+    await create_quota(api, elastic_quota("quota-a", a, {GPU: 4}, {GPU: 6}))
+    await create_quota(api, elastic_quota("quota-b", b, {GPU: 6}, {GPU: 8}))
+    scheduler = kubesched.scheduler_name
+    await testing.create_pods(api, [held_pod("b0", b, scheduler, 3, selector)])
+    await wait_bound(api, b, 1)
+    await testing.create_pods(api, [held_pod(f"a{i}", a, scheduler, 2, selector) for i in range(3)])
+    await wait_bound(api, a, 3)
+    await wait_used(api, a, "quota-a", {GPU: "6"})
+    return a, b, selector
+
+
+async def test_reclaim_takes_back_to_the_min_and_no_further(
+    api: ApiClient, kubesched: KubeschedProcess, namespaces: list[str]
+) -> None:
+    """(3) B, under its min, asks for 3 more: exactly one of A's pods goes, B reaches 6 and A its
+    min of 4. (4) B, at its min, asks for one more: A lends nothing, B's pod waits naming its quota."""
+    a, b, selector = await kep_story(api, kubesched, namespaces)
+    await testing.create_pods(api, [held_pod("b1", b, kubesched.scheduler_name, 3, selector)])
+    await wait_bound_pod(api, b, "b1")
+    left = set(await pods_by_name(api, a))
+    print(f"{a} pods left: {sorted(left)}")
+    assert len(left) == 2 and left < {"a0", "a1", "a2"}, left
+    (victim,) = {"a0", "a1", "a2"} - left
+    events = await preempted(api, a)
+    print(f"Preempted: {events}")
+    node = f"{a}-node"
+    assert events == {
+        victim: [
+            f"Preempted by {b}/b1 on node {node}: ElasticQuota {b}/quota-b, within its min, reclaims "
+            f"what {a}/quota-a uses over its min"
+        ]
+    }
+    await wait_used(api, a, "quota-a", {GPU: "4"})
+    await wait_used(api, b, "quota-b", {GPU: "6"})
+
+    await testing.create_pods(api, [held_pod("b2", b, kubesched.scheduler_name, 1, selector)])
+    await wait_refused(
+        api, b, "b2", f"ElasticQuota {b}/quota-b: the quotas' total use would pass the sum of their mins"
+    )
+    assert set(await pods_by_name(api, a)) == left
+    assert await preempted(api, a) == events
+    assert not node_of((await pods_by_name(api, b))["b2"])
+
+
+async def test_a_borrowing_quota_cannot_evict_another_quotas_pods(
+    api: ApiClient, kubesched: KubeschedProcess, namespaces: list[str]
+) -> None:
+    """(5) scheduler-plugins' integration case "pod subjects to overused quota can't preempt pods
+    subjects to other quotas": ns2, over its min, asks for more at a high priority; ns1's
+    lower-priority pod stays and the pod waits."""
+    ns1, ns2 = [await new_namespace(api, namespaces, x) for x in ("ns1", "ns2")]
+    selector = {"quota-test": ns1}
+    nodes = [f"{ns1}-node-{i}" for i in (1, 2)]
+    await create_nodes(api, [make_node(n, cpu="100", memory="100", labels=selector) for n in nodes])
+    for name, namespace in (("eq1", ns1), ("eq2", ns2)):
+        limits = ({"memory": "100", "cpu": "100m"}, {"memory": "200", "cpu": "200m"})
+        await create_quota(api, elastic_quota(name, namespace, *limits))
+    small = {"memory": "50", "cpu": "10m"}
+    await testing.create_pods(
+        api,
+        [
+            running("t5-p1", ns1, nodes[0], MID, **small),
+            running("t5-p2", ns2, nodes[0], HIGH, **small),
+            running("t5-p3", ns2, nodes[1], HIGH, **small),
+            running("t5-p4", ns2, nodes[1], HIGH, **small),
+        ],
+    )
+    await wait_used(api, ns2, "eq2", {"memory": "150", "cpu": "30m"})
+    added = make_pod("t5-p5", ns2, kubesched.scheduler_name, node_selector=selector, priority=HIGH, **small)
+    await testing.create_pods(api, [added])
+    await wait_refused(api, ns2, "t5-p5", f"ElasticQuota {ns2}/eq2: the quotas' total use would pass")
+    assert set(await pods_by_name(api, ns1)) == {"t5-p1"}
+    assert set(await pods_by_name(api, ns2)) == {"t5-p2", "t5-p3", "t5-p4", "t5-p5"}
+    assert not node_of((await pods_by_name(api, ns2))["t5-p5"])
+    assert await preempted(api, ns1) == {} and await preempted(api, ns2) == {}
+
+
+async def test_within_a_quota_only_its_lower_priority_pods_are_evicted(
+    api: ApiClient, kubesched: KubeschedProcess, namespaces: list[str]
+) -> None:
+    """(6) A, over its min, preempts at priority 100: its own pod of priority 10 goes; its pod of
+    priority 1000 and B's pod of priority 0 stay."""
+    a, b = [await new_namespace(api, namespaces, x) for x in "ab"]
+    selector = await gpu_node(api, f"{a}-node")
+    node = f"{a}-node"
+    await create_quota(api, elastic_quota("quota-a", a, {GPU: 2}, {GPU: 10}))
+    await create_quota(api, elastic_quota("quota-b", b, {GPU: 8}, {GPU: 10}))
+    await testing.create_pods(
+        api,
+        [
+            with_gpus(running("a-low", a, node, LOW), 3),
+            with_gpus(running("a-high", a, node, HIGH), 3),
+            with_gpus(running("b0", b, node, 0), 4),
+        ],
+    )
+    await wait_used(api, a, "quota-a", {GPU: "6"})
+    await testing.create_pods(api, [held_pod("a-new", a, kubesched.scheduler_name, 3, selector, MID)])
+    await wait_bound_pod(api, a, "a-new")
+    await wait_names(api, a, {"a-high", "a-new"})
+    assert set(await pods_by_name(api, b)) == {"b0"}
+    events = await preempted(api, a)
+    print(f"Preempted: {events}")
+    assert events == {"a-low": [f"Preempted by {a}/a-new on node {node}"]}
+    assert await preempted(api, b) == {}
+
+
+async def test_issue_683_a_quota_under_its_min_gets_it_back_when_the_mins_fill_the_cluster(
+    api: ApiClient, kubesched: KubeschedProcess, namespaces: list[str]
+) -> None:
+    """(7) scheduler-plugins issue 683: 5 GPUs; A (min 4, max 5) uses all 5, B (min 1) asks for
+    one: B's pod binds after exactly one eviction from A."""
+    a, b = [await new_namespace(api, namespaces, x) for x in "ab"]
+    node = f"{a}-node"
+    selector = {"quota-test": node}
+    await create_nodes(api, [make_node(node, cpu="64", labels=selector, extended={GPU: "5"})])
+    await create_quota(api, elastic_quota("quota-a", a, {GPU: 4}, {GPU: 5}))
+    await create_quota(api, elastic_quota("quota-b", b, {GPU: 1}, {GPU: 5}))
+    await testing.create_pods(api, [with_gpus(running(f"a{i}", a, node, 0), 1) for i in range(5)])
+    await wait_used(api, a, "quota-a", {GPU: "5"})
+    await testing.create_pods(api, [held_pod("b0", b, kubesched.scheduler_name, 1, selector)])
+    assert await wait_bound_pod(api, b, "b0") == node
+    left = set(await pods_by_name(api, a))
+    events = await preempted(api, a)
+    print(f"{a} pods left: {sorted(left)}; Preempted: {events}")
+    assert len(left) == 4 and len(events) == 1 and set(events) == {f"a{i}" for i in range(5)} - left
+    await wait_used(api, a, "quota-a", {GPU: "4"})
+    await wait_used(api, b, "quota-b", {GPU: "1"})
+
+
+async def gang_against_a(
+    api: ApiClient, kubesched: KubeschedProcess, namespaces: list[str], a_min: int
+) -> tuple[str, str]:
+    """A (min `a_min`) uses 8 of a 10-GPU node in four 2-GPU pods; B (min 6) asks for a gang of
+    three 2-GPU members. Returns the namespaces."""
+    a, b = [await new_namespace(api, namespaces, x) for x in "ab"]
+    selector = await gpu_node(api, f"{a}-node")
+    node = f"{a}-node"
+    await create_quota(api, elastic_quota("quota-a", a, {GPU: a_min}, {GPU: 10}))
+    await create_quota(api, elastic_quota("quota-b", b, {GPU: 6}, {GPU: 10}))
+    await testing.create_pods(api, [with_gpus(running(f"a{i}", a, node, 0), 2) for i in range(4)])
+    await wait_used(api, a, "quota-a", {GPU: "8"})
+    await create_object(api, pod_group("job", b, 3))
+    for i in range(3):
+        manifest = member(f"m{i}", b, "job", kubesched.scheduler_name, cpu=None, node_selector=selector)
+        manifest["spec"]["terminationGracePeriodSeconds"] = 0
+        await create_object(api, with_gpus(manifest, 2))
+    return a, b
+
+
+async def test_a_gang_that_cannot_fit_even_after_reclaim_evicts_nobody(
+    api: ApiClient, kubesched: KubeschedProcess, namespaces: list[str]
+) -> None:
+    """(8b) A at min 6 lends only one pod's worth: reclaim would make room for two members of
+    three, so nobody is evicted and the members wait naming B's quota."""
+    a, b = await gang_against_a(api, kubesched, namespaces, a_min=6)
+    for i in range(3):
+        await wait_refused(
+            api, b, f"m{i}", f"pod group {b}/job: ElasticQuota {b}/quota-b refuses its 3 members"
+        )
+    assert set(await pods_by_name(api, a)) == {f"a{i}" for i in range(4)}
+    assert await preempted(api, a) == {}
+    pods = await pods_by_name(api, b)
+    assert not [name for name, p in pods.items() if node_of(p)], pods
+
+
+async def test_a_gang_takes_back_its_min_as_a_unit(
+    api: ApiClient, kubesched: KubeschedProcess, namespaces: list[str]
+) -> None:
+    """The same gang with A at min 4: two of A's pods go and the three members bind."""
+    a, b = await gang_against_a(api, kubesched, namespaces, a_min=4)
+    await wait_bound(api, b, 3)
+    left = set(await pods_by_name(api, a))
+    events = await preempted(api, a)
+    print(f"{a} pods left: {sorted(left)}; Preempted: {events}")
+    assert len(left) == 2 and set(events) == {f"a{i}" for i in range(4)} - left
+    await wait_used(api, a, "quota-a", {GPU: "4"})
+    await wait_used(api, b, "quota-b", {GPU: "6"})
