@@ -37,7 +37,8 @@ class FakeEvictor:
         self.evicted: list[tuple[str, str, str]] = []
         self.nominations: list[tuple[str, str]] = []
 
-    def evict(self, victim: Pod, preemptor: Pod, node_name: str) -> None:
+    def evict(self, victim: Pod, preemptor: Pod, node_name: str, why: str = "") -> None:
+        assert not why, why  # no quotas here: preemption by priority needs no words of its own
         self.evicted.append((victim.name, preemptor.name, node_name))
 
     def nominate(self, pod: Pod, node_name: str) -> None:
