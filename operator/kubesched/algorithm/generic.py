@@ -150,6 +150,8 @@ class Algorithm:
     vectorised: bool = True
     # ElasticQuota borrowing (algorithm/admission.py): GUARANTEES (upstream's rule) or CLUSTER.
     quota_borrowing: str = GUARANTEES
+    # Quotas borrowing wait in order of their dominant share, not first come (runtime/queue.py).
+    quota_fair_share: bool = False
 
     def describe(self) -> dict[str, Any]:
         """The configuration in the legacy Policy's field names, for logs and status."""
@@ -161,8 +163,13 @@ class Algorithm:
             "hardPodAffinitySymmetricWeight": self.hard_pod_affinity_symmetric_weight,
             "percentageOfNodesToScore": self.percentage_of_nodes_to_score,
         }
+        quotas: dict[str, Any] = {}
         if self.quota_borrowing != GUARANTEES:
-            described["quotas"] = {"borrowing": self.quota_borrowing}
+            quotas["borrowing"] = self.quota_borrowing
+        if self.quota_fair_share:
+            quotas["fairShare"] = True
+        if quotas:
+            described["quotas"] = quotas
         if self.extenders:
             described["extenders"] = [e.name for e in self.extenders]
         return described

@@ -370,15 +370,17 @@ def _bounded_int(spec: Mapping[str, Any], field: str, low: int, high: int) -> in
     return int(value)
 
 
-def _quota_borrowing(raw: Any) -> str:
-    """`quotas.borrowing`: where an ElasticQuota past its min may borrow (algorithm/admission.py)."""
-    quotas = known_fields(mapping(raw, QUOTAS, null_ok=True), ("borrowing",), QUOTAS)
+def _quotas(raw: Any) -> tuple[str, bool]:
+    """`quotas`: where an ElasticQuota past its min may borrow (algorithm/admission.py), and whether
+    borrowers wait in order of their share (`fairShare`, runtime/queue.py)."""
+    quotas = known_fields(mapping(raw, QUOTAS, null_ok=True), ("borrowing", "fairShare"), QUOTAS)
     borrowing = quotas.get("borrowing")
     if borrowing is None:
-        return GUARANTEES
-    if borrowing not in BORROWING:
+        borrowing = GUARANTEES
+    elif borrowing not in BORROWING:
         raise PolicyError(f"{QUOTAS}.borrowing", f"must be one of {', '.join(BORROWING)}, got {borrowing!r}")
-    return str(borrowing)
+    fair = quotas.get("fairShare")
+    return str(borrowing), False if fair is None else boolean(fair, f"{QUOTAS}.fairShare")
 
 
 def _default_constraints(raw: Any) -> tuple[Mapping[str, Any], ...]:
@@ -420,7 +422,7 @@ def compile_policy(
     # 0 (or absent) means "not set" in 1.20, which then uses the default of 1.
     hard_weight = _bounded_int(spec, "hardPodAffinitySymmetricWeight", 0, 100)
     percentage = _bounded_int(spec, "percentageOfNodesToScore", 0, 100)
-    borrowing = _quota_borrowing(spec.get(QUOTAS))
+    borrowing, fair_share = _quotas(spec.get(QUOTAS))
     settings = PluginSettings(
         hard_pod_affinity_symmetric_weight=hard_weight or DEFAULT_HARD_POD_AFFINITY_SYMMETRIC_WEIGHT,
         default_pod_topology_spread=default_pod_topology_spread,
@@ -447,6 +449,7 @@ def compile_policy(
         extenders=extenders,
         ignored_priority_names=ignored,
         quota_borrowing=borrowing,
+        quota_fair_share=fair_share,
     )
 
 
