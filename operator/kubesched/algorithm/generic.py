@@ -153,6 +153,8 @@ class Algorithm:
     quota_borrowing: str = GUARANTEES
     # What quota preemption does beyond upstream (algorithm/quota_reclaim.py).
     quota_reclaim: ReclaimSettings = UPSTREAM
+    # Quotas borrowing wait in order of their dominant share, not first come (runtime/queue.py).
+    quota_fair_share: bool = False
 
     def describe(self) -> dict[str, Any]:
         """The configuration in the legacy Policy's field names, for logs and status."""
@@ -169,6 +171,8 @@ class Algorithm:
             quotas["borrowing"] = self.quota_borrowing
         if self.quota_reclaim.protect_min:
             quotas["protectMin"] = True
+        if self.quota_fair_share:
+            quotas["fairShare"] = True
         if quotas:
             described["quotas"] = quotas
         if self.extenders:

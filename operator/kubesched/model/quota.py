@@ -10,6 +10,7 @@ then caps that resource at zero. `pods` is not counted, as upstream counts no po
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -215,6 +216,19 @@ class QuotaState:
 
     def without_pod(self, pod: Pod) -> QuotaState:
         return self.with_pod(pod, -1)
+
+    def share(self, namespace: str) -> float:
+        """Dominant share: the largest used/min over the resources the quota's pods use (one its min
+        does not name: infinite); 0 for a namespace without a quota."""
+        quota = self.quotas.get(namespace)
+        if quota is None:
+            return 0.0
+        ratios = [
+            used / quota.min[name] if quota.min.get(name) else math.inf
+            for name, used in self.used_by(namespace).items()
+            if used > 0
+        ]
+        return max(ratios, default=0.0)
 
     def over_max(self, namespace: str, extra: Amounts) -> list[str]:
         """usedOverMaxWith: the resources in which the quota would pass its max with `extra`."""

@@ -371,10 +371,13 @@ def _bounded_int(spec: Mapping[str, Any], field: str, low: int, high: int) -> in
     return int(value)
 
 
-def _quotas(raw: Any) -> tuple[str, ReclaimSettings]:
-    """`quotas`: where an ElasticQuota past its min may borrow (algorithm/admission.py), and what
-    reclaim protects (algorithm/quota_reclaim.py)."""
-    quotas = known_fields(mapping(raw, QUOTAS, null_ok=True), ("borrowing", "protectMin"), QUOTAS)
+def _quotas(raw: Any) -> tuple[str, ReclaimSettings, bool]:
+    """`quotas`: where an ElasticQuota past its min may borrow (algorithm/admission.py), what
+    reclaim protects (algorithm/quota_reclaim.py), and whether borrowers wait in order of their
+    share (`fairShare`, runtime/queue.py)."""
+    quotas = known_fields(
+        mapping(raw, QUOTAS, null_ok=True), ("borrowing", "protectMin", "fairShare"), QUOTAS
+    )
     borrowing = quotas.get("borrowing")
     if borrowing is None:
         borrowing = GUARANTEES
@@ -382,7 +385,9 @@ def _quotas(raw: Any) -> tuple[str, ReclaimSettings]:
         raise PolicyError(f"{QUOTAS}.borrowing", f"must be one of {', '.join(BORROWING)}, got {borrowing!r}")
     protect = quotas.get("protectMin")
     protect_min = False if protect is None else boolean(protect, f"{QUOTAS}.protectMin")
-    return str(borrowing), ReclaimSettings(protect_min=protect_min)
+    fair = quotas.get("fairShare")
+    fair_share = False if fair is None else boolean(fair, f"{QUOTAS}.fairShare")
+    return str(borrowing), ReclaimSettings(protect_min=protect_min), fair_share
 
 
 def _default_constraints(raw: Any) -> tuple[Mapping[str, Any], ...]:
@@ -424,7 +429,7 @@ def compile_policy(
     # 0 (or absent) means "not set" in 1.20, which then uses the default of 1.
     hard_weight = _bounded_int(spec, "hardPodAffinitySymmetricWeight", 0, 100)
     percentage = _bounded_int(spec, "percentageOfNodesToScore", 0, 100)
-    borrowing, reclaim = _quotas(spec.get(QUOTAS))
+    borrowing, reclaim, fair_share = _quotas(spec.get(QUOTAS))
     settings = PluginSettings(
         hard_pod_affinity_symmetric_weight=hard_weight or DEFAULT_HARD_POD_AFFINITY_SYMMETRIC_WEIGHT,
         default_pod_topology_spread=default_pod_topology_spread,
@@ -452,6 +457,7 @@ def compile_policy(
         ignored_priority_names=ignored,
         quota_borrowing=borrowing,
         quota_reclaim=reclaim,
+        quota_fair_share=fair_share,
     )
 
 

@@ -188,12 +188,20 @@ class SchedulerCache:
 
     def quotas(self) -> QuotaState:
         """The ElasticQuotas in force and what their namespaces' placed pods use."""
+        in_force = self._in_force()
+        if not in_force:
+            return EMPTY_QUOTAS
+        return QuotaState(in_force, {ns: self._used[ns] for ns in in_force if ns in self._used})
+
+    def has_quota(self, namespace: str) -> bool:
+        """Whether an ElasticQuota is in force in `namespace`."""
+        return namespace in self._in_force()
+
+    def _in_force(self) -> Mapping[str, ElasticQuota]:
         if self._quotas is None:
             raw = self._objects[OBJECT_FIELDS[QUOTA_KIND]].values()
             self._quotas = effective(elastic_quota_from_dict(obj) for obj in raw)
-        if not self._quotas:
-            return EMPTY_QUOTAS
-        return QuotaState(self._quotas, {ns: self._used[ns] for ns in self._quotas if ns in self._used})
+        return self._quotas
 
     def elastic_quotas(self) -> list[ElasticQuota]:
         """Every cached ElasticQuota, parsed (those not in force included)."""

@@ -134,6 +134,7 @@ class Scheduler:
         self._pod_group = group_lookup(lambda key: self.cache.get_object(POD_GROUP, key))
         self.gangs = GangTracker(self._pod_group, assumed_on=self._assumed_on)
         self.queue.order_of = self._place_in_line
+        self._order_quotas()
         self._status_writer = status_writer
         self._quota_writer = quota_writer  # ElasticQuota statuses (status.used), while leading
         self._ignored_told: set[str] = set()  # uids of ElasticQuotas given their IgnoredQuota event
@@ -295,6 +296,7 @@ class Scheduler:
         else:
             return
         self._log.info("elastic_quota_changed", quota=key, change=event_type or "listed")
+        self._order_quotas()  # a namespace may have gained or lost its quota
         self.queue.move_all("ElasticQuotaChange")
 
     def _assumed_on(self, uid: str) -> str | None:
@@ -368,6 +370,7 @@ class Scheduler:
         added = profiles.keys() - self._profiles.keys()
         removed = self._profiles.keys() - profiles.keys()
         self._profiles = profiles
+        self._order_quotas()
         for pod in list(self._unbound.values()):
             if pod.scheduler_name in removed:
                 self.queue.delete(pod.uid)  # an entry in the executor now comes back `gone`
@@ -375,6 +378,15 @@ class Scheduler:
                 self._enqueue(pod)
         self.queue.move_all("PolicyChange")
         return True
+
+    def _order_quotas(self) -> None:
+        """Borrowing quotas' pods in order of share while a profile asks for it (quotas.fairShare)."""
+        fair = any(algorithm.quota_fair_share for algorithm in self._profiles.values())
+        self.queue.set_fair_share(self.cache.quotas if fair else None, self._fair_share)
+
+    def _fair_share(self, pod: Pod) -> bool:
+        algorithm = self._profiles.get(pod.scheduler_name)
+        return algorithm is not None and algorithm.quota_fair_share and self.cache.has_quota(pod.namespace)
 
     # --- the loop ----------------------------------------------------------------------------------
 
