@@ -178,3 +178,62 @@ EVENT_HANDOFF = ScrapedGauge(
     "scheduler",
 )
 REGISTRY.register(EVENT_HANDOFF)
+
+
+class SeriesSet:
+    """A gauge whose series are set all at once: those not named again are removed, so that the
+    series of a deleted ElasticQuota (or of a term that ended) go rather than stay frozen."""
+
+    def __init__(self, gauge: Gauge) -> None:
+        self.gauge = gauge
+        self._shown: set[tuple[str, ...]] = set()
+
+    def show(self, values: Mapping[tuple[str, ...], float]) -> None:
+        for labels in self._shown - values.keys():
+            self.gauge.remove(*labels)
+        for labels, value in values.items():
+            self.gauge.labels(*labels).set(value)
+        self._shown = set(values)
+
+
+_QUOTA_UNITS = "cpu in cores, memory and storage in bytes, other resources in their own units"
+QUOTA_USED = SeriesSet(
+    Gauge(
+        "kubesched_quota_used",
+        "What the placed (bound or assumed), unfinished pods of a namespace with an ElasticQuota in force "
+        f"request, by resource ({_QUOTA_UNITS}): the quota's status.used. Leader only.",
+        ["namespace", "resource"],
+    )
+)
+QUOTA_MIN = SeriesSet(
+    Gauge(
+        "kubesched_quota_min",
+        f"An ElasticQuota's spec.min by resource ({_QUOTA_UNITS}); 0 for one it does not name. Leader only.",
+        ["namespace", "resource"],
+    )
+)
+QUOTA_MAX = SeriesSet(
+    Gauge(
+        "kubesched_quota_max",
+        f"An ElasticQuota's spec.max by resource ({_QUOTA_UNITS}); absent for one it does not name "
+        "(unlimited). Leader only.",
+        ["namespace", "resource"],
+    )
+)
+QUOTA_WAITING = SeriesSet(
+    Gauge(
+        "kubesched_quota_waiting_pods",
+        "Pending pods whose last scheduling attempt their namespace's ElasticQuota refused (over its max, "
+        "or the quotas' use over the sum of their mins). Leader only.",
+        ["namespace"],
+    )
+)
+QUOTA_RECLAIM_EVICTIONS = Counter(
+    "kubesched_quota_reclaim_evictions_total",
+    "Pods deleted by preemption under ElasticQuota rules, by rule: reclaim (a pod of another quota over "
+    "its min, evicted for a pod within its own min), own_quota (a lower-priority pod of the preemptor's "
+    "own quota, which borrows beyond its min).",
+    ["rule"],
+)
+for _rule in ("reclaim", "own_quota"):
+    QUOTA_RECLAIM_EVICTIONS.labels(_rule)
