@@ -225,18 +225,27 @@ async def test_quota_gauges_follow_the_cache_and_go_with_their_quota_and_the_ter
     s.on_pod("ADDED", make_pod("used", "team", "other", cpu="500m", node_name="n1", extended={GPU: "4"}))
     s.on_pod("ADDED", make_pod("waits", "team", NAME, extended={GPU: "1"}))
     loop = asyncio.create_task(s.run())
-    await wait_for(lambda: sample("kubesched_quota_waiting_pods", namespace="team") == 1, timeout=5)
-    assert sample("kubesched_quota_used", namespace="team", resource=GPU) == 4
-    assert sample("kubesched_quota_used", namespace="team", resource="cpu") == 0.5
-    assert sample("kubesched_quota_min", namespace="team", resource="cpu") == 1.5
-    assert sample("kubesched_quota_max", namespace="team", resource=GPU) == 4
-    assert sample("kubesched_quota_max", namespace="team", resource="cpu") is None  # unlimited
+    await wait_for(
+        lambda: sample("kubesched_quota_waiting_pods", quota_namespace="team", rule="max") == 1, timeout=5
+    )
+    assert sample("kubesched_quota_waiting_pods", quota_namespace="team", rule="mins") == 0
+    assert sample("kubesched_quota_used", quota_namespace="team", resource=GPU) == 4
+    assert sample("kubesched_quota_used", quota_namespace="team", resource="cpu") == 0.5
+    assert sample("kubesched_quota_min", quota_namespace="team", resource="cpu") == 1.5
+    assert sample("kubesched_quota_max", quota_namespace="team", resource=GPU) == 4
+    assert sample("kubesched_quota_max", quota_namespace="team", resource="cpu") is None  # unlimited
     s.on_object("ElasticQuota", "DELETED", quota)
-    await wait_for(lambda: sample("kubesched_quota_used", namespace="team", resource=GPU) is None, timeout=5)
-    assert sample("kubesched_quota_waiting_pods", namespace="team") is None
+    await wait_for(
+        lambda: sample("kubesched_quota_used", quota_namespace="team", resource=GPU) is None, timeout=5
+    )
+    assert sample("kubesched_quota_waiting_pods", quota_namespace="team", rule="max") is None
     s.on_object("ElasticQuota", "ADDED", quota)
-    await wait_for(lambda: sample("kubesched_quota_min", namespace="team", resource=GPU) == 2, timeout=5)
+    await wait_for(
+        lambda: sample("kubesched_quota_min", quota_namespace="team", resource=GPU) == 2, timeout=5
+    )
     s.queue.close()
     await asyncio.wait_for(loop, 5)
     # The term is over: a follower shows none.
-    await wait_for(lambda: sample("kubesched_quota_min", namespace="team", resource=GPU) is None, timeout=5)
+    await wait_for(
+        lambda: sample("kubesched_quota_min", quota_namespace="team", resource=GPU) is None, timeout=5
+    )

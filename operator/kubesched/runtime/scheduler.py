@@ -31,6 +31,7 @@ from typing import Any, Protocol
 
 import structlog
 
+from kubesched.algorithm.admission import OVER_MAX
 from kubesched.algorithm.batch import Observer, Outcome, schedule_batch
 from kubesched.algorithm.gang import GangFitError
 from kubesched.algorithm.generic import Algorithm, FitError, ScheduleResult
@@ -139,7 +140,8 @@ class Scheduler:
         self._status_writer = status_writer
         self._quota_writer = quota_writer  # ElasticQuota statuses (status.used), while leading
         self._ignored_told: set[str] = set()  # uids of ElasticQuotas given their IgnoredQuota event
-        self._quota_refused: dict[str, str] = {}  # uid -> namespace of the pending pods a quota refused last
+        # uid -> (namespace, rule: max or mins) of the pending pods their quota refused last
+        self._quota_refused: dict[str, tuple[str, str]] = {}
         metrics.PENDING_PODS.track(self.queue.counts)
 
     # --- cluster events (called by the watch handlers) -------------------------------------------
@@ -541,10 +543,12 @@ class Scheduler:
                     high[namespace, name] = quota.max[name] / scale
         for uid in [uid for uid in self._quota_refused if uid not in self._unbound]:
             del self._quota_refused[uid]
-        waiting: dict[tuple[str, ...], float] = dict.fromkeys(((ns,) for ns in state.quotas), 0.0)
-        for namespace in self._quota_refused.values():
-            if (namespace,) in waiting:
-                waiting[namespace,] += 1
+        waiting: dict[tuple[str, ...], float] = {
+            (ns, rule): 0.0 for ns in state.quotas for rule in ("max", "mins")
+        }
+        for labels in self._quota_refused.values():
+            if labels in waiting:
+                waiting[labels] += 1
         metrics.QUOTA_USED.show(used)
         metrics.QUOTA_MIN.show(low)
         metrics.QUOTA_MAX.show(high)
@@ -600,7 +604,7 @@ class Scheduler:
             message = outcome.summary()
             quota = self.cache.quotas().of(pod.namespace)
             if quota is not None and f"ElasticQuota {quota.key}" in message:  # a pod's, or its group's
-                self._quota_refused[pod.uid] = pod.namespace
+                self._quota_refused[pod.uid] = (pod.namespace, "max" if f"{OVER_MAX}:" in message else "mins")
             metrics.SCHEDULE_ATTEMPTS.labels("unschedulable", profile).inc()
             metrics.ATTEMPT_DURATION.labels("unschedulable", profile).observe(duration)
             self._log.info(
