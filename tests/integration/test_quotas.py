@@ -324,8 +324,8 @@ async def test_reclaim_takes_back_to_the_min_and_no_further(
     node = f"{a}-node"
     assert events == {
         victim: [
-            f"Preempted by {b}/b1 on node {node}: ElasticQuota {b}/quota-b, within its min, reclaims "
-            f"what {a}/quota-a uses over its min"
+            f"Preempted by {b}/b1 on node {node}: ElasticQuota {a}/quota-a over its min, reclaimed by "
+            f"{b}/quota-b within its min"
         ]
     }
     await wait_used(api, a, "quota-a", {GPU: "4"})

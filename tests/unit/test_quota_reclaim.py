@@ -25,7 +25,14 @@ from kubesched.algorithm.preemption import (
     dry_run,
     preempt,
 )
-from kubesched.algorithm.quota_reclaim import ERR_REASON_QUOTA, UPSTREAM, ReclaimSettings, reclaim_reason
+from kubesched.algorithm.quota_reclaim import (
+    ERR_REASON_QUOTA,
+    OWN_QUOTA,
+    RECLAIM,
+    UPSTREAM,
+    ReclaimSettings,
+    victim_rule,
+)
 from kubesched.model.disruption import budget_from_dict
 from kubesched.model.nodeinfo import ClusterObjects, Snapshot
 from kubesched.model.objects import Pod
@@ -499,11 +506,12 @@ def test_a_refused_pod_preempts_in_a_batch_and_the_next_pod_sees_the_nomination(
 def test_a_victim_taken_from_another_quota_is_told_which_rule_took_it() -> None:
     state = QuotaState.build([quota("a", {GPU: 4}, {GPU: 6}), quota("b", {GPU: 6}, {GPU: 8})], [])
     preemptor = pod("b1", "b", 0, gpu=3)
-    assert reclaim_reason(preemptor, pod("a0", "a", HIGH, gpu=2), state) == (
-        "ElasticQuota b/eq-b, within its min, reclaims what a/eq-a uses over its min"
+    assert victim_rule(preemptor, pod("a0", "a", HIGH, gpu=2), state) == (
+        RECLAIM,
+        "ElasticQuota a/eq-a over its min, reclaimed by b/eq-b within its min",
     )
-    assert reclaim_reason(preemptor, pod("b0", "b", 0, gpu=2), state) == ""  # by priority, as ever
-    assert reclaim_reason(preemptor, pod("x0", "x", 0, gpu=2), state) == ""
+    assert victim_rule(preemptor, pod("b0", "b", 0, gpu=2), state)[0] == OWN_QUOTA
+    assert victim_rule(preemptor, pod("x0", "x", 0, gpu=2), state) == ("", "")  # no quota: by priority
 
 
 # ------------------------------------------------------------- gangs

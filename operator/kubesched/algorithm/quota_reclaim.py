@@ -25,6 +25,9 @@ from kubesched.model.objects import Pod
 from kubesched.model.quota import Amounts, ElasticQuota, QuotaState, add, request, total
 
 ERR_REASON_QUOTA = "ElasticQuota exceeded even after preemption"
+# The rule a victim was evicted by (events, kubesched_quota_reclaim_evictions_total).
+RECLAIM = "reclaim"
+OWN_QUOTA = "own_quota"
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,13 +161,24 @@ class Reclaim:
         return False
 
 
-def reclaim_reason(preemptor: Pod, victim: Pod, quotas: QuotaState) -> str:
-    """What a victim's Preempted event adds when it is taken from another quota (by priority within
-    one quota, or without quotas, preemption needs no words of its own)."""
-    own, lent = quotas.of(preemptor.namespace), quotas.of(victim.namespace)
-    if own is None or lent is None or preemptor.namespace == victim.namespace:
-        return ""
-    return f"ElasticQuota {own.key}, within its min, reclaims what {lent.key} uses over its min"
+def victim_rule(preemptor: Pod, victim: Pod, quotas: QuotaState) -> tuple[str, str]:
+    """(rule, why) a victim chosen under quotas was evicted by; ("", "") when preemption was
+    kube-scheduler's. A preemptor within its min evicts only pods of other quotas, one over its min
+    only pods of its own (Reclaim.candidate): the namespaces tell which."""
+    own, theirs = quotas.of(preemptor.namespace), quotas.of(victim.namespace)
+    if own is None or theirs is None:
+        return "", ""
+    if own.key != theirs.key:
+        return RECLAIM, f"ElasticQuota {theirs.key} over its min, reclaimed by {own.key} within its min"
+    return OWN_QUOTA, f"lower priority in ElasticQuota {own.key}, which borrows beyond its min"
 
 
-__all__ = ["ERR_REASON_QUOTA", "UPSTREAM", "Reclaim", "ReclaimSettings", "reclaim_reason"]
+__all__ = [
+    "ERR_REASON_QUOTA",
+    "OWN_QUOTA",
+    "RECLAIM",
+    "UPSTREAM",
+    "Reclaim",
+    "ReclaimSettings",
+    "victim_rule",
+]

@@ -31,11 +31,12 @@ from typing import Any, Protocol
 
 import structlog
 
+from kubesched.algorithm.admission import OVER_MAX
 from kubesched.algorithm.batch import Observer, Outcome, schedule_batch
 from kubesched.algorithm.gang import GangFitError
 from kubesched.algorithm.generic import Algorithm, FitError, ScheduleResult
 from kubesched.algorithm.preemption import Preemption, PreemptionOutcome
-from kubesched.algorithm.quota_reclaim import reclaim_reason
+from kubesched.algorithm.quota_reclaim import victim_rule
 from kubesched.algorithm.volume_reserve import PodVolumes, ScheduledWithVolumes
 from kubesched.kube.binding import Binder, BindOutcome, BindResult
 from kubesched.kube.event_correlator import ObjectReference
@@ -45,8 +46,10 @@ from kubesched.kube.listing import Listing, object_key, stale
 from kubesched.model.kinds import ELASTIC_QUOTAS
 from kubesched.model.objects import Node, Pod, node_from_dict, pod_from_dict
 from kubesched.model.podgroup import group_key
+from kubesched.model.quota import EMPTY as EMPTY_QUOTAS
 from kubesched.model.quota import KIND as QUOTA_KIND
-from kubesched.model.quota import ElasticQuota, in_one_unit
+from kubesched.model.quota import ElasticQuota, QuotaState, in_one_unit
+from kubesched.model.resources import CPU
 from kubesched.plugins.registry import REQUEUE_KINDS
 from kubesched.plugins.scheduling_gates import (
     GATED_BIND_CONFLICT,
@@ -138,6 +141,8 @@ class Scheduler:
         self._status_writer = status_writer
         self._quota_writer = quota_writer  # ElasticQuota statuses (status.used), while leading
         self._ignored_told: set[str] = set()  # uids of ElasticQuotas given their IgnoredQuota event
+        # uid -> (namespace, rule: max or mins) of the pending pods their quota refused last
+        self._quota_refused: dict[str, tuple[str, str]] = {}
         metrics.PENDING_PODS.track(self.queue.counts)
 
     # --- cluster events (called by the watch handlers) -------------------------------------------
@@ -514,20 +519,52 @@ class Scheduler:
         if self._quota_writer is None:
             return
         shown: dict[str, set[str]] = {}  # quota key -> the resources its status has named
-        while True:
-            state = self.cache.quotas()
-            for quota in self.cache.elastic_quotas():
-                in_force = state.of(quota.namespace)
-                if in_force is None or in_force.key != quota.key:
-                    self._tell_ignored(quota, in_force)
-                    continue
-                used = state.used_by(quota.namespace)
-                # A resource no longer used shows 0: a merge patch would keep a key it leaves out.
-                names = shown.setdefault(quota.key, set())
-                names.update(used, quota.min, quota.max)
-                status = {"used": {name: in_one_unit(name, used.get(name, 0))[0] for name in sorted(names)}}
-                self._quota_writer.set(quota.key, status)
-            await asyncio.sleep(QUOTA_STATUS_INTERVAL)
+        try:
+            while True:
+                state = self.cache.quotas()
+                for quota in self.cache.elastic_quotas():
+                    in_force = state.of(quota.namespace)
+                    if in_force is None or in_force.key != quota.key:
+                        self._tell_ignored(quota, in_force)
+                        continue
+                    used = state.used_by(quota.namespace)
+                    # A resource no longer used shows 0: a merge patch would keep a key it leaves out.
+                    names = shown.setdefault(quota.key, set())
+                    names.update(used, quota.min, quota.max)
+                    status = {
+                        "used": {name: in_one_unit(name, used.get(name, 0))[0] for name in sorted(names)}
+                    }
+                    self._quota_writer.set(quota.key, status)
+                self._show_quota_metrics(state)
+                await asyncio.sleep(QUOTA_STATUS_INTERVAL)
+        finally:
+            self._show_quota_metrics(EMPTY_QUOTAS)  # a follower shows none: they are the leader's
+
+    def _show_quota_metrics(self, state: QuotaState) -> None:
+        """The kubesched_quota_* gauges: a series per namespace in force and resource it names or uses."""
+        used: dict[tuple[str, ...], float] = {}
+        low: dict[tuple[str, ...], float] = {}
+        high: dict[tuple[str, ...], float] = {}
+        for namespace, quota in state.quotas.items():
+            using = state.used_by(namespace)
+            for name in {*using, *quota.min, *quota.max}:
+                scale = 1000 if name == CPU else 1  # millicores to cores
+                used[namespace, name] = using.get(name, 0) / scale
+                low[namespace, name] = quota.min.get(name, 0) / scale
+                if name in quota.max:
+                    high[namespace, name] = quota.max[name] / scale
+        for uid in [uid for uid in self._quota_refused if uid not in self._unbound]:
+            del self._quota_refused[uid]
+        waiting: dict[tuple[str, ...], float] = {
+            (ns, rule): 0.0 for ns in state.quotas for rule in ("max", "mins")
+        }
+        for labels in self._quota_refused.values():
+            if labels in waiting:
+                waiting[labels] += 1
+        metrics.QUOTA_USED.show(used)
+        metrics.QUOTA_MIN.show(low)
+        metrics.QUOTA_MAX.show(high)
+        metrics.QUOTA_WAITING.show(waiting)
 
     def _tell_ignored(self, quota: ElasticQuota, in_force: ElasticQuota | None) -> None:
         """One Warning event on an ElasticQuota that is not in force, and why."""
@@ -558,6 +595,7 @@ class Scheduler:
         profile = pod.scheduler_name
         if entry.gone:
             return  # deleted or bound by someone else while the algorithm ran
+        self._quota_refused.pop(pod.uid, None)
         if isinstance(outcome, ScheduleResult):
             if self.cache.node_info(outcome.node_name) is None:
                 self._log.info("node_vanished", pod=pod.key, node=outcome.node_name)
@@ -576,6 +614,9 @@ class Scheduler:
             return
         if isinstance(outcome, FitError):
             message = outcome.summary()
+            quota = self.cache.quotas().of(pod.namespace)
+            if quota is not None and f"ElasticQuota {quota.key}" in message:  # a pod's, or its group's
+                self._quota_refused[pod.uid] = (pod.namespace, "max" if f"{OVER_MAX}:" in message else "mins")
             metrics.SCHEDULE_ATTEMPTS.labels("unschedulable", profile).inc()
             metrics.ATTEMPT_DURATION.labels("unschedulable", profile).observe(duration)
             self._log.info(
@@ -743,7 +784,7 @@ class Scheduler:
         quotas = self.cache.quotas()
         for victim in result.victims:
             if not victim.deleting:  # one already terminating needs no second delete, nor event
-                self._evictor.evict(victim, pod, node, reclaim_reason(pod, victim, quotas))
+                self._evictor.evict(victim, pod, node, *victim_rule(pod, victim, quotas))
         for other in lower:
             self._evictor.nominate(other, "")
         self._evictor.nominate(pod, node)
