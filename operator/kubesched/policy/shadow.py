@@ -419,7 +419,8 @@ def _admitted(
     `snapshot`, which holds the nominated pods of `pod`'s priority or higher as placed (those of a
     lower priority, which admission counts in other quotas within their min, are left out)."""
     if shadow.quota_borrowing == active.quota_borrowing:
-        return outcome if isinstance(outcome, QuotaError) else None
+        refused = outcome.error if isinstance(outcome, PreemptionOutcome) else outcome  # reclaim tried
+        return refused if isinstance(refused, QuotaError) else None
     if not snapshot.quotas:
         return None
     return quota_error(snapshot.quotas, [pod], len(snapshot.nodes), (), shadow.quota_borrowing)
