@@ -398,7 +398,12 @@ async def test_within_a_quota_only_its_lower_priority_pods_are_evicted(
     assert set(await pods_by_name(api, b)) == {"b0"}
     events = await preempted(api, a)
     print(f"Preempted: {events}")
-    assert events == {"a-low": [f"Preempted by {a}/a-new on node {node}"]}
+    assert events == {
+        "a-low": [
+            f"Preempted by {a}/a-new on node {node}: lower priority in ElasticQuota {a}/quota-a, "
+            "which borrows beyond its min"
+        ]
+    }
     assert await preempted(api, b) == {}
 
 
