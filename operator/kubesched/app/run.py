@@ -159,6 +159,7 @@ async def _start(
         status_writer=group_statuses,
     )
     endpoints.cache_view = scheduler.cache.describe
+    scheduler.pod_gone = recorder.forget
 
     shadows = ShadowRunner(scheduling_settings.seed)
     scheduler.observe = shadows.observe
