@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -48,7 +49,11 @@ from kubesched_dev.fixtures import (
 NAMESPACE = "soak"
 SCHEDULER = "kubesched"
 BATCH_LABEL = "soak-batch"
-LATE_LABEL = "soak-late"  # the label that lets a batch's late pods fit, put on one node mid-batch
+# The late pods fit only the node LATE_NODE once it has the label LATE_LABEL=<batch>, given mid-batch;
+# tainted, so that no other pod fills it (a packing policy would fill any node of the others).
+LATE_LABEL = "soak-late"
+LATE_NODE = "soak-late"
+LATE_TAINT = {"key": "soak/late", "effect": "NoSchedule"}
 PREEMPT_NODE = "soak-preempt"
 PREEMPT_TAINT = {"key": "soak/preempt", "effect": "NoSchedule"}
 VICTIM_PRIORITY, PREEMPTOR_PRIORITY = 10, 1000
@@ -119,7 +124,14 @@ def batch_pods(index: int, args: argparse.Namespace) -> dict[str, list[dict[str,
     for i, pod in enumerate(gang):
         pod["metadata"]["labels"][POD_GROUP_LABEL] = f"{tag}-g{i // args.gang_size}"
     late = [
-        make_pod(f"{tag}-late-{i}", NAMESPACE, cpu="100m", labels=labels, node_selector={LATE_LABEL: tag})
+        make_pod(
+            f"{tag}-late-{i}",
+            NAMESPACE,
+            cpu="100m",
+            labels=labels,
+            node_selector={LATE_LABEL: tag},
+            tolerations=[{**LATE_TAINT, "operator": "Exists"}],
+        )
         for i in range(args.late)
     ]
     toleration = [{**PREEMPT_TAINT, "operator": "Exists"}]
@@ -173,14 +185,15 @@ class Churn:
         preemption = asyncio.create_task(self._preempt(pods["victim"][0], pods["preemptor"][0]))
         await self._create(pods["gang"] + pods["plain"], rate=self.args.rate)
         # The late pods have been tried by now: a node that lets them fit moves them (NodeUpdate).
-        await self._label_node(workload.node_name(index % self.args.nodes), tag)
+        await self._label_node(tag)
         try:
-            await asyncio.wait_for(preemption, self.args.batch_timeout)
-            await self._until_bound(tag)
+            await asyncio.wait_for(
+                asyncio.gather(preemption, self._until_bound(tag)), self.args.batch_timeout
+            )
         except TimeoutError:
             self.stalls += 1
             print(f"batch {tag}: not all bound within {self.args.batch_timeout:g} s", flush=True)
-        await self._delete(tag, workload.node_name(index % self.args.nodes))
+        await self._delete(tag)
 
     async def _create(self, bodies: list[dict[str, Any]], rate: float) -> None:
         limit = asyncio.Semaphore(CREATE_CONCURRENCY)
@@ -222,17 +235,17 @@ class Churn:
                 return
             await asyncio.sleep(0.5)
 
-    async def _label_node(self, node: str, value: str | None) -> None:
+    async def _label_node(self, value: str | None) -> None:
         patch = {"metadata": {"labels": {LATE_LABEL: value}}}
-        await call(self.api, "PATCH", f"/api/v1/nodes/{node}", patch, content_type=MERGE_PATCH)
+        await call(self.api, "PATCH", f"/api/v1/nodes/{LATE_NODE}", patch, content_type=MERGE_PATCH)
 
-    async def _delete(self, tag: str, node: str) -> None:
+    async def _delete(self, tag: str) -> None:
         selector = [("labelSelector", f"{BATCH_LABEL}={tag}")]
         gone = (200, 202, 404)
         base = f"/api/v1/namespaces/{NAMESPACE}"
         await call(self.api, "DELETE", f"{base}/pods", query=[*selector, ("gracePeriodSeconds", 0)], ok=gone)
         await call(self.api, "DELETE", pod_groups_path(NAMESPACE), query=selector, ok=gone)
-        await self._label_node(node, None)
+        await self._label_node(None)
         # The scheduler's events would pile up in etcd for an hour (the API server's event TTL).
         await call(self.api, "DELETE", f"{base}/events", ok=gone)
 
@@ -299,10 +312,10 @@ def drained(sizes: Mapping[str, int], start: Mapping[str, int]) -> bool:
     return all(sizes.get(k, 0) <= start.get(k, 0) for k in keys)
 
 
-def differences(end: Mapping[str, int], start: Mapping[str, int]) -> dict[str, list[int | None]]:
-    return {
-        k: [start.get(k), end.get(k)] for k in sorted(start.keys() | end.keys()) if start.get(k) != end.get(k)
-    }
+def differences(end: Mapping[str, int], start: Mapping[str, int]) -> dict[str, list[int]]:
+    """Start and end of each size that differs (one not reported counts as empty)."""
+    keys = sorted(start.keys() | end.keys())
+    return {k: [start.get(k, 0), end.get(k, 0)] for k in keys if start.get(k, 0) != end.get(k, 0)}
 
 
 def slope_per_100k(samples: Sequence[Mapping[str, Any]], warmup: int) -> float | None:
@@ -359,9 +372,13 @@ async def soak(args: argparse.Namespace) -> int:
             await create_nodes(
                 api, workload.make_nodes(args.nodes, args.seed), concurrency=CREATE_CONCURRENCY
             )
-            preempt = make_node(PREEMPT_NODE, cpu="1", memory="4Gi", labels={"soak-role": "preempt"})
-            preempt["spec"]["taints"] = [PREEMPT_TAINT]
-            await post_object(api, "/api/v1/nodes", preempt)
+            for name, taint, labels in (
+                (PREEMPT_NODE, PREEMPT_TAINT, {"soak-role": "preempt"}),
+                (LATE_NODE, LATE_TAINT, {}),
+            ):
+                node = make_node(name, cpu="1", memory="4Gi", labels=labels)
+                node["spec"]["taints"] = [taint]
+                await post_object(api, "/api/v1/nodes", node)
             await call(api, "POST", "/api/v1/namespaces", namespace_body(NAMESPACE))
             for service in workload.make_services(NAMESPACE):
                 await post_object(api, f"/api/v1/namespaces/{NAMESPACE}/services", service)
@@ -505,6 +522,8 @@ async def _settled(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Stopped with SIGTERM (a run in the background ignores SIGINT), it cleans up as on Ctrl-C.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         return asyncio.run(soak(parse_args(argv)))
     except KeyboardInterrupt:

@@ -26,11 +26,16 @@ def container_sizes(roots: Mapping[str, object], depth: int = DEPTH) -> dict[str
     by attribute path (`scheduler.queue._pods`); an object reachable twice is reported once."""
     sizes: dict[str, int] = {}
     seen: set[int] = set()
-
-    def walk(obj: object, path: str, left: int) -> None:
+    # Depth first, with a stack of its own: a recursive closure is a reference cycle, left to the GC.
+    stack: list[tuple[object, str, int]] = [
+        (root, name, depth) for name, root in reversed(list(roots.items()))
+    ]
+    while stack:
+        obj, path, left = stack.pop()
         if id(obj) in seen:
-            return
+            continue
         seen.add(id(obj))
+        inner = []
         for name, value in _attributes(obj):
             where = f"{path}.{name}"
             if isinstance(value, CONTAINERS):
@@ -42,10 +47,8 @@ def container_sizes(roots: Mapping[str, object], depth: int = DEPTH) -> dict[str
                 ):
                     sizes[f"{where}[*]"] = sum(len(v) for v in value.values())  # a map of maps: its leaves
             elif left and type(value).__module__.startswith("kubesched."):
-                walk(value, where, left - 1)
-
-    for name, root in roots.items():
-        walk(root, name, depth)
+                inner.append((value, where, left - 1))
+        stack.extend(reversed(inner))
     return sizes
 
 
