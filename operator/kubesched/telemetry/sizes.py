@@ -79,9 +79,15 @@ class MemoryDiff:
         )
         if self._baseline is None:
             self._baseline = snapshot
-        diffs = snapshot.compare_to(self._baseline, "lineno")[:limit]
+        diffs = snapshot.compare_to(self._baseline, "traceback")[:limit]
         return [
-            {"where": str(d.traceback), "size_diff": d.size_diff, "count_diff": d.count_diff, "size": d.size}
+            {
+                # Innermost frame first, as many as PYTHONTRACEMALLOC keeps.
+                "where": " < ".join(f"{f.filename}:{f.lineno}" for f in reversed(d.traceback)),
+                "size_diff": d.size_diff,
+                "count_diff": d.count_diff,
+                "size": d.size,
+            }
             for d in diffs
         ]
 
