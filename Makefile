@@ -13,7 +13,7 @@ PYTEST_ARGS ?=
 # The development package (local control plane, fixtures) is not installed: it lives in hack/.
 DEVPY := env PYTHONPATH=$(CURDIR)/hack $(BIN)/python
 
-.PHONY: all venv k8s lint fmt test test-unit test-integration test-reliability run cluster-up cluster-down demo bench clean
+.PHONY: all venv k8s lint fmt test test-unit test-integration test-reliability run cluster-up cluster-down demo bench soak clean
 
 all: test
 
@@ -85,6 +85,12 @@ BENCH_ARGS ?=
 bench: venv k8s
 	@$(BIN)/python -c "import matplotlib" 2>/dev/null || $(BIN)/pip install -q -c $(CONSTRAINTS) -e '.[dev,bench]'
 	$(DEVPY) bench/run.py $(BENCH_ARGS)
+
+# Memory over a long churn of pods through one `kubesched run` (not part of `make test`): RSS per
+# 100,000 pods after the warm-up and every map's size back at its start. SOAK_ARGS="--pods 20000" for a short one.
+SOAK_ARGS ?=
+soak: venv k8s
+	$(DEVPY) bench/soak.py $(SOAK_ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

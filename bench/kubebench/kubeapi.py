@@ -62,9 +62,12 @@ async def call(
     query: Sequence[tuple[str, Any]] = (),
     ok: Sequence[int] = (200, 201, 202),
     timeout: float = 120.0,
+    content_type: str = "application/json",
 ) -> Any:
     """One request; its parsed reply, or ApiError if the status is not in `ok`."""
-    status, reply = await request(api, method, path, body, query=query, timeout=timeout)
+    status, reply = await request(
+        api, method, path, body, query=query, timeout=timeout, content_type=content_type
+    )
     if status not in ok:
         raise ApiError(f"{method} {path}", status, reply)
     return reply

@@ -615,7 +615,7 @@ def test_usage_counts_requests_and_label_sets_pod_by_pod() -> None:
 
 def usage_figures(usage: NodeUsage | bool | None) -> dict[str, Any]:
     assert isinstance(usage, NodeUsage)
-    groups = {key: counts.tolist() for key, counts in usage.groups.items() if counts.any()}
+    groups = {key: counts.tolist() for key, counts in usage.groups.items()}
     arrays = ("requested_cpu", "requested_memory", "pod_count", "non_zero_cpu", "non_zero_memory")
     # The placed terms, and those the index offers to a pod of each label set.
     terms = {repr(key): dict(rows) for key, rows in usage.terms.items()}

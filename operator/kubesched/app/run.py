@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import importlib
 import os
@@ -54,6 +55,7 @@ from kubesched.runtime.scheduler import Scheduler
 from kubesched.telemetry import metrics
 from kubesched.telemetry.http_server import Endpoints
 from kubesched.telemetry.looplag import LoopLagMonitor
+from kubesched.telemetry.sizes import container_sizes
 
 log = structlog.get_logger("kubesched")
 
@@ -167,6 +169,7 @@ async def _start(
         quota_writer=quota_statuses,
     )
     endpoints.cache_view = scheduler.cache.describe
+    scheduler.pod_gone = recorder.forget
 
     shadows = ShadowRunner(scheduling_settings.seed)
     scheduler.observe = shadows.observe
@@ -188,6 +191,8 @@ async def _start(
     await _background(stack, reporter.run(), "shadow-status")
 
     watches = watches_for(api, scheduler, kinds)
+    roots = {"scheduler": scheduler, "policies": policies, "shadows": shadows, "watches": watches}
+    endpoints.sizes_view = functools.partial(container_sizes, roots)
     with step(f"listing the cluster from {server}"):
         await initial_sync(watches)
     # The first cycle runs alone: the pending pods beyond a first slice, and Kopf's import, wait

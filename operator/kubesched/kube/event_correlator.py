@@ -158,25 +158,46 @@ def random_name(event: Event) -> str:
 
 
 class LRU(Generic[V]):
-    """A bounded mapping that forgets the least recently used key, like groupcache's `lru.Cache`."""
+    """A bounded mapping that forgets the least recently used key, like groupcache's `lru.Cache`;
+    keys added for an owner (the event's object) can also be forgotten all at once, with it."""
 
     def __init__(self, size: int) -> None:
         if size < 1:
             raise ValueError(f"an LRU cache needs room for at least one entry, got {size}")
         self.size = size
-        self._items: OrderedDict[str, V] = OrderedDict()
+        self._items: OrderedDict[str, tuple[str, V]] = OrderedDict()  # key -> (owner, value)
+        self._owned: dict[str, set[str]] = {}  # owner -> its keys
 
     def get(self, key: str) -> V | None:
-        value = self._items.get(key)
-        if value is not None:
-            self._items.move_to_end(key)
-        return value
-
-    def add(self, key: str, value: V) -> None:
-        self._items[key] = value
+        item = self._items.get(key)
+        if item is None:
+            return None
         self._items.move_to_end(key)
+        return item[1]
+
+    def add(self, key: str, value: V, owner: str = "") -> None:
+        old = self._items.get(key)
+        if old is not None and old[0] != owner:
+            self._disown(old[0], key)
+        self._items[key] = (owner, value)
+        self._items.move_to_end(key)
+        if owner:
+            self._owned.setdefault(owner, set()).add(key)
         if len(self._items) > self.size:
-            self._items.popitem(last=False)
+            evicted, (was, _) = self._items.popitem(last=False)
+            self._disown(was, evicted)
+
+    def forget(self, owner: str) -> None:
+        """Drop every key added for `owner`."""
+        for key in self._owned.pop(owner, ()):
+            del self._items[key]
+
+    def _disown(self, owner: str, key: str) -> None:
+        keys = self._owned.get(owner)
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self._owned[owner]
 
     def __len__(self) -> int:
         return len(self._items)
@@ -203,6 +224,9 @@ class SpamFilter:
         self._qps = qps
         self._key = key
 
+    def forget(self, uid: str) -> None:
+        self._cache.forget(uid)
+
     def filter(self, event: Event) -> bool:
         """True when `event` should be dropped."""
         key = self._key(event)
@@ -210,7 +234,7 @@ class SpamFilter:
         if bucket is None:
             bucket = TokenBucket(self._qps, self._burst, self._clock)
         accepted = bucket.try_acquire()
-        self._cache.add(key, bucket)
+        self._cache.add(key, bucket, event.involved.uid)
         return not accepted
 
 
@@ -237,6 +261,9 @@ class Aggregator:
         self._max_events = max_events
         self._interval = interval
 
+    def forget(self, uid: str) -> None:
+        self._cache.forget(uid)
+
     def aggregate(self, event: Event) -> tuple[Event, str, bool]:
         """(the event to write, its de-duplication key, whether it was combined)."""
         now = self._clock()
@@ -247,7 +274,7 @@ class Aggregator:
             record = _Similar()
         record.messages[local] = None
         record.last_seen = now
-        self._cache.add(group, record)
+        self._cache.add(group, record, event.involved.uid)
         if len(record.messages) < self._max_events:
             return event, event_key(event), False
         # Keep the set below the threshold, so that each further distinct message is combined too.
@@ -293,16 +320,25 @@ class EventCorrelator:
         else:
             action = Action.CREATE
             observed = _Observation(1, written.timestamp, self._name(written))
-        self._observed.add(key, observed)
+        self._observed.add(key, observed, event.involved.uid)
         if self.spam_filter.filter(written):
             action = Action.SKIP
         return Correlation(
             action, written, key, observed.name, observed.count, observed.first_timestamp, aggregated
         )
 
-    def written(self, key: str, name: str, count: int, first_timestamp: float) -> None:
-        """The API server's state after a successful write (client-go's UpdateState)."""
-        self._observed.add(key, _Observation(count, first_timestamp, name))
+    def written(self, key: str, name: str, count: int, first_timestamp: float, uid: str = "") -> None:
+        """The API server's state after a successful write (client-go's UpdateState); `uid`: the
+        involved object's."""
+        self._observed.add(key, _Observation(count, first_timestamp, name), uid)
+
+    def forget(self, uid: str) -> None:
+        """Drop what is kept about the object `uid` (gone: its events will never be written again).
+        client-go keeps it until it is the least recently used of 4,096 keys, each LRU full of dead
+        pods' keys (megabytes) once a few thousand have come and gone."""
+        self.aggregator.forget(uid)
+        self.spam_filter.forget(uid)
+        self._observed.forget(uid)
 
     def __len__(self) -> int:
         """Events whose counts are remembered."""

@@ -70,7 +70,10 @@ SERVER_RETRIES = 3  # tries after the first for 429 and 5xx; then the write is g
 RETRIABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
 REQUEST_TIMEOUT = 15.0
 DROP_LOG_INTERVAL = 10.0  # at most one log line per this many seconds while events are dropped
-_EVENT, _CONDITION = "event", "condition"
+# A pod gone is forgotten by the correlator this many seconds later: an eviction's Preempted event
+# can still be on its way once the victim is deleted.
+FORGET_DELAY = 30.0
+_EVENT, _CONDITION, _FORGET = "event", "condition", "forget"
 
 # (method, path, body, content type) -> (status, parsed body or error message), as `client.request`.
 Send = Callable[[str, str, Any, str], Awaitable[tuple[int, Any]]]
@@ -90,7 +93,7 @@ def scheduled_message(pod: Pod, node: str) -> str:
 
 
 class _Item(NamedTuple):
-    kind: str  # _EVENT or _CONDITION
+    kind: str  # _EVENT, _CONDITION or _FORGET
     pod: Pod | ObjectReference  # what the event is about: a pod, or another object (events only)
     type: str  # the event's type ("" for a condition)
     reason: str
@@ -116,6 +119,7 @@ class Recorder:
         correlator: EventCorrelator | None = None,
         poll_interval: float = POLL_INTERVAL,
         retry_delays: tuple[float, float] = RETRY_DELAYS,
+        forget_delay: float = FORGET_DELAY,
     ) -> None:
         """`api`'s configuration makes the thread's own client (`send` replaces it in tests);
         `limiter` gives the rate limit (its own bucket); `workers` requests at most in flight."""
@@ -129,6 +133,7 @@ class Recorder:
         self._correlator = correlator or EventCorrelator(time.monotonic, spam_key=spam_key_by_reason)
         self._poll_interval = poll_interval
         self._retry_delays = retry_delays
+        self._forget_delay = forget_delay
         # The hand-off. deque.append and popleft are atomic; each counter has a single writer
         # thread, so their difference (the backlog) needs no lock.
         self._pending: deque[_Item] = deque()
@@ -182,6 +187,12 @@ class Recorder:
         """PodScheduled=False, reason SchedulingGated (no event, as kube-scheduler writes none)."""
         self._put(_Item(_CONDITION, pod, "", "SchedulingGated", message, time.time()))
 
+    def forget(self, pod: Pod) -> None:
+        """The pod is gone: a while after its writes queued before are out, what the correlator keeps
+        about it goes."""
+        if self._thread is not None:  # none started: nothing written, nothing kept
+            self._put(_Item(_FORGET, pod, "", "", "", 0.0))
+
     async def close(self, grace: float = 5.0) -> None:
         """Give queued events `grace` seconds to go out, then stop the thread."""
         self._closed = True
@@ -229,6 +240,8 @@ class Recorder:
             self._thread.start()
 
     def _drop(self, item: _Item) -> None:
+        if item.kind == _FORGET:
+            return  # the correlator's LRUs forget it in time anyway
         self._dropped += 1
         if item.kind == _EVENT:
             metrics.EVENTS.labels("dropped").inc()
@@ -317,6 +330,9 @@ class Recorder:
                 try:
                     if item.kind == _EVENT:
                         await self._record(item, send, limiter)
+                    elif item.kind == _FORGET:
+                        loop = asyncio.get_running_loop()
+                        loop.call_later(self._forget_delay, self._correlator.forget, item.pod.uid)
                     else:
                         await self._patch_condition(key, item, send, limiter)
                 except Exception as exc:  # one bad write must not stop the pod's later ones
@@ -376,7 +392,13 @@ class Recorder:
     def _written(self, correlation: Correlation, reply: Any) -> None:
         count = reply.get("count") if isinstance(reply, dict) else None
         count = count if isinstance(count, int) and count > 0 else correlation.count
-        self._correlator.written(correlation.key, correlation.name, count, correlation.first_timestamp)
+        self._correlator.written(
+            correlation.key,
+            correlation.name,
+            count,
+            correlation.first_timestamp,
+            correlation.event.involved.uid,
+        )
 
     def _failed(self, item: _Item, status: int, reply: Any) -> None:
         metrics.EVENTS.labels("failed").inc()

@@ -326,6 +326,12 @@ class NodeUsage:
             self._own_groups.add(key)
             self.group_anchors.file(key, key[1])
         counts[i] += sign
+        if sign < 0 and not counts.any():
+            # Its last pod went: label sets come and go with ReplicaSets and Jobs (a pod-template-hash,
+            # a controller-uid), and one kept per set ever seen would grow for as long as the cache lives.
+            del self.groups[key]
+            self._own_groups.discard(key)
+            self.group_anchors.unfile(key, key[1])
         for term in term_keys(pod, affinity):
             self._count_term(term, i, sign)
         return True

@@ -47,6 +47,7 @@ UNSCHEDULABLE = "unschedulable"
 IN_FLIGHT = "in-flight"  # popped, being scheduled or bound
 GATED = "gated"  # held back by spec.schedulingGates: in no sub-queue, never popped
 DEFERRED = "deferred"  # a gang member whose group-mates are in flight: waits for them to land
+COMPACT_SLACK = 64  # heap entries of pods gone kept beyond twice the pods queued, before a clean-up
 
 
 @dataclass(slots=True)
@@ -144,7 +145,7 @@ class SchedulingQueue:
         entry.gone = True
         self._unschedulable.pop(uid, None)
         self._land(entry)
-        # Heap entries are skipped lazily when popped.
+        self._compact()
 
     def move_all(self, event: str) -> int:
         """A cluster event that may make unschedulable pods fit: give them another try."""
@@ -401,6 +402,27 @@ class SchedulingQueue:
             (-entry.pod.priority, self.order_of(entry.pod), next(self._seq), entry.key),
         )
         self._wakeup.set()
+
+    def _compact(self) -> None:
+        """Heap entries of pods gone are skipped when popped; a follower never pops, and keeps one for
+        every pod it ever saw pending. Once they outnumber the pods queued, they go."""
+        if not self._pods:
+            self._active.clear()
+            self._backoff.clear()
+        active = sum(len(heap) for heap in self._active.values())
+        if active + len(self._backoff) <= 2 * len(self._pods) + COMPACT_SLACK:
+            return
+        for lane, heap in list(self._active.items()):
+            kept = [e for e in heap if (p := self._pods.get(e[3])) is not None and p.where == ACTIVE]
+            if kept:
+                heapq.heapify(kept)
+                self._active[lane] = kept
+            else:
+                del self._active[lane]
+        self._backoff = [
+            e for e in self._backoff if (p := self._pods.get(e[2])) is not None and p.where == BACKOFF
+        ]
+        heapq.heapify(self._backoff)
 
     def _push_backoff(self, entry: QueuedPod) -> None:
         entry.where = BACKOFF

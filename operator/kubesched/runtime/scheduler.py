@@ -125,6 +125,7 @@ class Scheduler:
         self._stopping = False  # shutdown: binds not yet sent are not sent
         self._log = log.bind(profile=settings.name)
         self.observe: Observer | None = None  # shadow policies, fed every decision (leader only)
+        self.pod_gone: Callable[[Pod], None] | None = None  # told of each pod dropped (run.py: the recorder)
         self.nominator = Nominator()  # pods nominated to a node by preemption
         self._evictor = evictor  # None: preemption decides, but nothing is deleted or patched
         self._node_versions: dict[str, str] = {}  # node name -> resourceVersion last seen (reconcile)
@@ -256,6 +257,8 @@ class Scheduler:
         versions = self._object_versions.setdefault(kind, {})
         if event_type == "DELETED":
             versions.pop(key, None)
+            if not versions:
+                del self._object_versions[kind]
         else:
             versions[key] = str((raw.get("metadata") or {}).get("resourceVersion") or "")
         if kind == "PodDisruptionBudget":
@@ -346,13 +349,15 @@ class Scheduler:
         return gone_nodes, gone_pods
 
     def _drop_pod(self, uid: str) -> None:
-        self._unbound.pop(uid, None)
+        known = self._unbound.pop(uid, None) or self.cache.cached_pod(uid)
         self._gated_untold.pop(uid, None)
         self.queue.delete(uid)
         self.nominator.remove(uid)
         if self.cache.has_pod(uid):
             self.cache.remove_pod(uid)
             self.queue.move_all("AssignedPodDelete")
+        if known is not None and self.pod_gone is not None:
+            self.pod_gone(known)
 
     # --- profiles (set by the SchedulerPolicy handler) ---------------------------------------------
 

@@ -1,5 +1,7 @@
 """The HTTP endpoints on the metrics port: `/metrics`, `/healthz` (alive), `/readyz` (caches synced)
-and `/debug/cache` (what the cache holds, read-only: for consistency checks against a listing).
+`/debug/cache` (what the cache holds, read-only: for consistency checks against a listing),
+`/debug/sizes` (the entries of each of the scheduler's maps and sets: telemetry/sizes.py) and
+`/debug/tracemalloc` (allocations grown since its first call, when PYTHONTRACEMALLOC is set).
 
 One small aiohttp server on the event loop: `/healthz` answering at all shows that the loop is
 not stuck, which is what a liveness probe should learn. Every replica is ready once its cache is
@@ -15,6 +17,8 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
+from kubesched.telemetry.sizes import MemoryDiff, process_sizes
+
 
 class Endpoints:
     def __init__(
@@ -22,6 +26,8 @@ class Endpoints:
     ) -> None:
         self._ready = ready
         self.cache_view = cache_view  # set once the cache exists
+        self.sizes_view: Callable[[], dict[str, int]] | None = None  # set once the scheduler exists
+        self._memory = MemoryDiff()
         self._runner: web.AppRunner | None = None
 
     def app(self) -> web.Application:
@@ -30,6 +36,8 @@ class Endpoints:
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/readyz", self._readyz)
         app.router.add_get("/debug/cache", self._cache)
+        app.router.add_get("/debug/sizes", self._sizes)
+        app.router.add_get("/debug/tracemalloc", self._tracemalloc)
         return app
 
     async def start(self, port: int, host: str | None = None) -> None:
@@ -53,6 +61,16 @@ class Endpoints:
         if self.cache_view is None:
             return web.Response(status=503, text="no cache yet")
         return web.json_response(self.cache_view())
+
+    async def _sizes(self, _: web.Request) -> web.Response:
+        own = self.sizes_view() if self.sizes_view is not None else {}
+        return web.json_response({**own, **process_sizes()})
+
+    async def _tracemalloc(self, _: web.Request) -> web.Response:
+        top = self._memory.top()
+        if top is None:
+            return web.Response(status=404, text="not tracing: set PYTHONTRACEMALLOC=N")
+        return web.json_response(top)
 
     async def _readyz(self, _: web.Request) -> web.Response:
         if self._ready():

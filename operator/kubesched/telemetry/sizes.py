@@ -1,0 +1,102 @@
+"""How many entries each of the scheduler's own maps, sets and lists holds (`/debug/sizes`).
+
+A structure keyed by pods that keeps what no longer exists grows for as long as the process runs;
+a soak test samples these figures with the RSS and checks that each returns to its starting size
+once the cluster is back to its starting pods (bench/soak.py). Found by walking the attributes of
+our own objects, so a new structure is reported without being registered anywhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import tracemalloc
+from collections import deque
+from collections.abc import Mapping
+from typing import Any
+
+from prometheus_client import REGISTRY
+
+CONTAINERS = (dict, set, list, deque)
+DEPTH = 5  # scheduler -> recorder -> correlator -> spam filter -> LRU -> its OrderedDict
+
+
+def container_sizes(roots: Mapping[str, object], depth: int = DEPTH) -> dict[str, int]:
+    """len() of every container held by an attribute of `roots`, or of a kubesched object they hold,
+    by attribute path (`scheduler.queue._pods`); an object reachable twice is reported once."""
+    sizes: dict[str, int] = {}
+    seen: set[int] = set()
+    # Depth first, with a stack of its own: a recursive closure is a reference cycle, left to the GC.
+    stack: list[tuple[object, str, int]] = [
+        (root, name, depth) for name, root in reversed(list(roots.items()))
+    ]
+    while stack:
+        obj, path, left = stack.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        inner = []
+        for name, value in _attributes(obj):
+            where = f"{path}.{name}"
+            if isinstance(value, CONTAINERS):
+                sizes[where] = len(value)
+                if (
+                    isinstance(value, dict)
+                    and value
+                    and all(isinstance(v, CONTAINERS) for v in value.values())
+                ):
+                    sizes[f"{where}[*]"] = sum(len(v) for v in value.values())  # a map of maps: its leaves
+            elif left and type(value).__module__.startswith("kubesched."):
+                inner.append((value, where, left - 1))
+        stack.extend(reversed(inner))
+    return sizes
+
+
+def process_sizes() -> dict[str, int]:
+    """Label sets of every labelled metric, the event loop's tasks and the objects the GC tracks."""
+    sizes = {
+        f"metrics.{collector._name}": len(collector._metrics)  # type: ignore[attr-defined]
+        for collector in list(REGISTRY._collector_to_names)
+        if isinstance(getattr(collector, "_metrics", None), dict)
+    }
+    sizes["asyncio.tasks"] = len(asyncio.all_tasks())
+    sizes["gc.objects"] = len(gc.get_objects())
+    return sizes
+
+
+class MemoryDiff:
+    """Allocations grown since the first call, by source line, while tracemalloc traces
+    (PYTHONTRACEMALLOC=N in the environment); None when it does not."""
+
+    def __init__(self) -> None:
+        self._baseline: tracemalloc.Snapshot | None = None
+
+    def top(self, limit: int = 25) -> list[dict[str, Any]] | None:
+        if not tracemalloc.is_tracing():
+            return None
+        snapshot = tracemalloc.take_snapshot().filter_traces(
+            (tracemalloc.Filter(False, tracemalloc.__file__),)
+        )
+        if self._baseline is None:
+            self._baseline = snapshot
+        diffs = snapshot.compare_to(self._baseline, "traceback")[:limit]
+        return [
+            {
+                # Innermost frame first, as many as PYTHONTRACEMALLOC keeps.
+                "where": " < ".join(f"{f.filename}:{f.lineno}" for f in reversed(d.traceback)),
+                "size_diff": d.size_diff,
+                "count_diff": d.count_diff,
+                "size": d.size,
+            }
+            for d in diffs
+        ]
+
+
+def _attributes(obj: object) -> list[tuple[str, Any]]:
+    found = dict(getattr(obj, "__dict__", {}))
+    for cls in type(obj).__mro__:
+        slots = getattr(cls, "__slots__", ())
+        for slot in (slots,) if isinstance(slots, str) else slots:
+            if slot not in found and slot != "__weakref__" and hasattr(obj, slot):
+                found[slot] = getattr(obj, slot)
+    return list(found.items())
