@@ -31,8 +31,10 @@ class Audit:
     selector_violations: list[str] = field(default_factory=list)
     selectors_checked: bool = True
     partial_groups: list[str] = field(default_factory=list)
+    quota_violations: list[str] = field(default_factory=list)  # quotas.over_max
     groups_not_found: list[str] = field(default_factory=list)
     groups_checked: int = 0
+    quotas_checked: int = 0
     anti_affinity_violations: list[str] = field(default_factory=list)
     affinity_violations: list[str] = field(default_factory=list)
     skew_violations: list[str] = field(default_factory=list)
@@ -55,6 +57,7 @@ class Audit:
             ("pods on a node their nodeSelector excludes", self.selector_violations),
             ("pod groups partly bound (fewer than minMember, more than 0)", self.partial_groups),
             ("pod groups named by pods but not found", self.groups_not_found),
+            ("binds after which a namespace's requests passed its ElasticQuota's max", self.quota_violations),
             ("pods on a node their required node affinity excludes", self.node_affinity_violations),
             ("pods beside a pod their required anti-affinity excludes", self.anti_affinity_violations),
             ("pods where their required pod affinity does not hold", self.affinity_violations),
@@ -73,6 +76,7 @@ class Audit:
             "problems": self.problems(),
             "selectors_checked": self.selectors_checked,
             "groups_checked": self.groups_checked,
+            "quotas_checked": self.quotas_checked,
             "pods_with_pod_terms": self.pods_with_pod_terms,
             "spread_constraints_checked": self.spread_constraints_checked,
         }

@@ -17,7 +17,7 @@ from typing import Any
 
 from kubebench import classes, gangs, report, workload
 from kubebench.kubeapi import new_client
-from kubebench.runner import CLASS, GANG, Context, Limits, Scenario, progress_printer, run_once
+from kubebench.runner import CLASS, GANG, QUOTA, Context, Limits, Scenario, progress_printer, run_once
 from kubebench.schedulers import (
     ALL,
     DEFAULT_CLASS_POLICY,
@@ -26,6 +26,7 @@ from kubebench.schedulers import (
     KUBE_SCHEDULER,
     KUBESCHED,
     KUBESCHED_GANGS,
+    KUBESCHED_QUOTAS,
     KUBESCHED_SAMPLED,
     NULL,
     REPO_ROOT,
@@ -47,6 +48,7 @@ QUICK_BATCH = ("200x400",)
 QUICK_STEADY = "200x50x10"
 DEFAULT_GANG, DEFAULT_GANG_MIXED = "1000x50x32", 20
 QUICK_GANG, QUICK_GANG_MIXED = "200x10x8", 4
+DEFAULT_QUOTA, QUICK_QUOTA = "1000x2000", "200x400"
 # The constraint classes: by default the four with pod-to-pod terms at 1,000 nodes / 2,000 pods, which
 # keeps `make bench` under about an hour; node affinity, the mix and 5000x10000 by flag.
 DEFAULT_CLASSES = (classes.ANTI_AFFINITY, classes.AFFINITY, classes.PREFERRED, classes.SPREAD)
@@ -72,7 +74,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help=(
             f"smoke run: batch {QUICK_BATCH[0]}, steady {QUICK_STEADY}, "
-            f"gang {QUICK_GANG} + {QUICK_GANG_MIXED} mixed, classes at {QUICK_CLASS_SIZES[0]}, 1 repeat"
+            f"gang {QUICK_GANG} + {QUICK_GANG_MIXED} mixed, quota {QUICK_QUOTA}, "
+            f"classes at {QUICK_CLASS_SIZES[0]}, 1 repeat"
         ),
     )
     parser.add_argument(
@@ -101,6 +104,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         ),
     )
     parser.add_argument(
+        "--quota",
+        metavar="NODESxPODS",
+        help=f"the quota run, kubesched only, with ElasticQuotas and without (default {DEFAULT_QUOTA})",
+    )
+    parser.add_argument(
         "--classes",
         metavar="NAME,NAME",
         help=(
@@ -126,6 +134,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--no-batch", action="store_true", help="skip the pending-batch sizes")
     parser.add_argument("--no-steady", action="store_true", help="skip the steady-arrival run")
     parser.add_argument("--no-gang", action="store_true", help="skip the gang run")
+    parser.add_argument("--no-quota", action="store_true", help="skip the quota run")
     parser.add_argument("--no-classes", action="store_true", help="skip the constraint classes")
     parser.add_argument("--repeats", type=int, help="runs per scheduler and size (default 3, --quick 1)")
     parser.add_argument(
@@ -202,6 +211,11 @@ def scenarios_from(args: argparse.Namespace) -> list[Scenario]:
         if mixed < 0:
             raise SystemExit(f"bad value {mixed}: --gang-mixed GROUPS")
         found.append(Scenario.gang(int(nodes), int(groups), int(size), mixed, args.seed))
+    if not args.no_quota:
+        nodes, pods = _numbers(
+            args.quota or (QUICK_QUOTA if args.quick else DEFAULT_QUOTA), 2, "--quota NODESxPODS"
+        )
+        found.append(Scenario.quota(int(nodes), int(pods)))
     if not args.no_classes:
         names = class_names(args.classes)
         for text in args.class_size or (QUICK_CLASS_SIZES if args.quick else DEFAULT_CLASS_SIZES):
@@ -228,9 +242,12 @@ def binders_for(scenario: Scenario, schedulers: list[str]) -> list[str]:
     """Who runs a scenario: the chosen binders; for the gang run kubesched without PodGroups and with
     (kube-scheduler 1.20 has no gangs, and the null binder would only ignore them); for a constraint
     class kube-scheduler, kubesched scoring every node and kubesched at its default sampling (the
-    null binder would break the constraints)."""
+    null binder would break the constraints); for the quota run kubesched without ElasticQuotas and
+    with (kube-scheduler 1.20 has none)."""
     if scenario.mode == GANG:
         return [KUBESCHED, KUBESCHED_GANGS] if KUBESCHED in schedulers else []
+    if scenario.mode == QUOTA:
+        return [KUBESCHED, KUBESCHED_QUOTAS] if KUBESCHED in schedulers else []
     if scenario.mode == CLASS:
         sampled = KUBESCHED in schedulers or KUBESCHED_SAMPLED in schedulers
         return [
@@ -251,6 +268,8 @@ def is_full_run(args: argparse.Namespace, schedulers: list[str], repeats: int) -
         or args.no_batch
         or args.no_steady
         or args.no_gang
+        or args.quota
+        or args.no_quota
         or args.classes
         or args.class_size
         or args.no_classes
@@ -360,8 +379,8 @@ async def _main(args: argparse.Namespace) -> int:
                 async with api:
                     pids = {"kube-apiserver": _pid(cp.apiserver), "etcd": _pid(cp.etcd)}
                     ctx = Context(api, cp.kubeconfig, pids, config, limits, args.seed, log_dir, show)
-                    if scenario.mode == GANG:
-                        # Before any scheduler starts, so that both kubesched runs see PodGroups served.
+                    if scenario.mode in (GANG, QUOTA):
+                        # Before any scheduler starts, so that both kubesched runs see the kinds served.
                         await install_crds(api, CRD_DIR)
                     binders = binders_for(scenario, schedulers)
                     for repeat in range(repeats):

@@ -13,7 +13,7 @@ from kubebench.kubeapi import ApiError, list_items, watch_events
 
 
 class BindWatcher:
-    """Records, for every pod of one namespace, the first time (monotonic) it carried a nodeName.
+    """Records, for every pod of one namespace (""; all), the first time (monotonic) it carried a nodeName.
 
     The times are when the harness saw the change: bind time plus the watch's delivery delay,
     the same small delay for every scheduler.
@@ -66,7 +66,7 @@ class BindWatcher:
             self.rebound.setdefault(name, [first[1]]).append(node)
 
     async def _run(self) -> None:
-        path = f"/api/v1/namespaces/{self.namespace}/pods"
+        path = f"/api/v1/namespaces/{self.namespace}/pods" if self.namespace else "/api/v1/pods"
         while True:
             pods, version = await list_items(self.api, path)
             now = time.monotonic()

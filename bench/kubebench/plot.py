@@ -13,7 +13,15 @@ matplotlib.use("Agg")  # no display here; must precede pyplot
 import matplotlib.pyplot as plt
 
 from kubebench.report import GANG_RATIO, VERSUS_KUBE_SCHEDULER, median
-from kubebench.schedulers import KUBE_SCHEDULER, KUBESCHED, KUBESCHED_GANGS, KUBESCHED_SAMPLED, LABELS, NULL
+from kubebench.schedulers import (
+    KUBE_SCHEDULER,
+    KUBESCHED,
+    KUBESCHED_GANGS,
+    KUBESCHED_QUOTAS,
+    KUBESCHED_SAMPLED,
+    LABELS,
+    NULL,
+)
 
 COLORS = {
     NULL: "#9e9e9e",
@@ -21,6 +29,7 @@ COLORS = {
     KUBESCHED: "#e07b24",
     KUBESCHED_SAMPLED: "#f2b880",
     KUBESCHED_GANGS: "#8e4f9e",
+    KUBESCHED_QUOTAS: "#4f9e6b",
 }
 PANELS = (
     ("pods_per_s", "throughput, pods/s (first to last bind)", "higher is better"),

@@ -9,7 +9,15 @@ from typing import Any
 
 from kubebench.classes import CLASSES
 from kubebench.runner import OK
-from kubebench.schedulers import KUBE_SCHEDULER, KUBESCHED, KUBESCHED_GANGS, KUBESCHED_SAMPLED, LABELS, NULL
+from kubebench.schedulers import (
+    KUBE_SCHEDULER,
+    KUBESCHED,
+    KUBESCHED_GANGS,
+    KUBESCHED_QUOTAS,
+    KUBESCHED_SAMPLED,
+    LABELS,
+    NULL,
+)
 
 # (key, column title, format, higher is better)
 METRICS: tuple[tuple[str, str, str, bool], ...] = (
@@ -61,6 +69,9 @@ CLASS_GOAL = "class_goal"
 GANG_RATIO = "gangs_vs_no_groups"
 GANG_RATIO_METRICS = ("pods_per_s", "makespan_pods_per_s", "group_done_p95_s")
 GANG_RATE_GOAL = 0.8
+# kubesched under ElasticQuotas / kubesched on the same pods without: both rates should keep this much.
+QUOTA_RATIO = "quotas_vs_no_quotas"
+QUOTA_RATE_GOAL = 0.9
 
 
 def summarise(
@@ -145,6 +156,11 @@ def ratios(rows: list[dict[str, Any]], scenarios: list[str]) -> list[dict[str, A
                 versus = {key: _ratio(gangs, ours, key, which) for key in GANG_RATIO_METRICS}
                 entry[prefix + GANG_RATIO] = versus
                 entry[prefix + "gang_rate_goal_met"] = gang_rate_goal_met(versus)
+            limited = by_kind.get(KUBESCHED_QUOTAS)
+            if limited is not None and ours is not None:
+                versus = {key: _ratio(limited, ours, key, which) for key in GANG_RATIO_METRICS[:2]}
+                entry[prefix + QUOTA_RATIO] = versus
+                entry[prefix + "quota_rate_goal_met"] = gang_rate_goal_met(versus, QUOTA_RATE_GOAL)
             sampled = by_kind.get(KUBESCHED_SAMPLED)
             workload = (sampled or {}).get("workload")
             if sampled is not None and theirs is not None and workload in CLASSES:
@@ -173,12 +189,12 @@ def class_goal(
     }
 
 
-def gang_rate_goal_met(versus: dict[str, float | None]) -> bool | None:
-    """Whether both rates with PodGroups keep GANG_RATE_GOAL of those without; None if one is missing."""
+def gang_rate_goal_met(versus: dict[str, float | None], goal: float = GANG_RATE_GOAL) -> bool | None:
+    """Whether both rates with PodGroups (or quotas) keep `goal` of those without; None if one is missing."""
     rates = [versus.get("pods_per_s"), versus.get("makespan_pods_per_s")]
     if any(r is None for r in rates):
         return None
-    return all(r is not None and r >= GANG_RATE_GOAL for r in rates)
+    return all(r is not None and r >= goal for r in rates)
 
 
 def _ratio(a: dict[str, Any], b: dict[str, Any], key: str, which: str) -> float | None:
@@ -248,6 +264,16 @@ def table(rows: list[dict[str, Any]], found_ratios: list[dict[str, Any]], titles
                     lines.append(
                         f"  {what}: kubesched with PodGroups / without: {', '.join(parts)}"
                         f"  (goal: both rates >= {GANG_RATE_GOAL:g}x: {verdict})"
+                    )
+                    continue
+                quota = entry.get(f"{prefix}{QUOTA_RATIO}")
+                if quota is not None:
+                    met = entry.get(f"{prefix}quota_rate_goal_met")
+                    verdict = "-" if met is None else ("met" if met else "NOT met")
+                    parts = [f"{k} {_fmt_ratio(quota.get(k), 3)}" for k in GANG_RATIO_METRICS[:2]]
+                    lines.append(
+                        f"  {what}: kubesched with ElasticQuotas / without: {', '.join(parts)}"
+                        f"  (goal: both rates >= {QUOTA_RATE_GOAL:g}x: {verdict})"
                     )
                     continue
                 versus = [(kind, entry.get(f"{prefix}{name}") or {}) for kind, name in VERSUS_KUBE_SCHEDULER]

@@ -18,19 +18,20 @@ import aiohttp
 import numpy as np
 from kubernetes_asyncio import client
 
-from kubebench import classes, gangs, workload
+from kubebench import classes, gangs, quotas, workload
 from kubebench.audit import audit
 from kubebench.kubeapi import call, list_items
 from kubebench.observe import BindWatcher
 from kubebench.procstat import ProcessSampler, machine_busy_seconds, self_cpu_seconds
-from kubebench.schedulers import KUBESCHED_GANGS, NULL, SchedulerConfig, SchedulerProcess
+from kubebench.schedulers import KUBESCHED_GANGS, KUBESCHED_QUOTAS, NULL, SchedulerConfig, SchedulerProcess
 from kubesched_dev.fixtures import create_nodes, create_pods, post_object
 
 BATCH = "batch"
 STEADY = "steady"
 GANG = "gang"  # a pending batch of whole groups, with PodGroups or without (see gangs.py)
 CLASS = "class"  # a pending batch of one constraint class (see classes.py), under its own policy
-PENDING = (BATCH, GANG, CLASS)  # every pod exists before the scheduler starts
+QUOTA = "quota"  # a pending batch over 5 namespaces, with ElasticQuotas or without (see quotas.py)
+PENDING = (BATCH, GANG, CLASS, QUOTA)  # every pod exists before the scheduler starts
 CANARY = "canary"
 CREATE_CONCURRENCY = 64
 TICK = 0.2
@@ -103,8 +104,14 @@ class Scenario:
             raise ValueError(f"unknown workload class {workload!r}")
         return cls(CLASS, nodes, pods, workload=workload)
 
+    @classmethod
+    def quota(cls, nodes: int, pods: int) -> Scenario:
+        return cls(QUOTA, nodes, pods)
+
     @property
     def name(self) -> str:
+        if self.mode == QUOTA:
+            return f"quota-{self.nodes}n-{self.pods}p"
         if self.mode == BATCH:
             return f"batch-{self.nodes}n-{self.pods}p"
         if self.mode == GANG:
@@ -117,6 +124,8 @@ class Scenario:
     def title(self) -> str:
         if self.mode == BATCH:
             return f"{self.pods:,} pending pods, {self.nodes:,} nodes"
+        if self.mode == QUOTA:
+            return f"{self.pods:,} pending pods in {len(quotas.SHARES)} namespaces, {self.nodes:,} nodes"
         if self.mode == GANG:
             low, high = gangs.MIXED_SIZES
             return (
@@ -191,24 +200,27 @@ async def run_once(ctx: Context, scenario: Scenario, kind: str, repeat: int, ind
     process: SchedulerProcess | None = None
     watcher: BindWatcher | None = None
     pacer: asyncio.Task[None] | None = None
+    namespaces = quotas.quota_namespaces(namespace) if scenario.mode == QUOTA else [namespace]
     try:
         began = time.monotonic()
         await reset_cluster(ctx.api, scenario.nodes, ctx.seed)
-        await call(ctx.api, "POST", "/api/v1/namespaces", namespace_body(namespace))
+        for name in namespaces:
+            await call(ctx.api, "POST", "/api/v1/namespaces", namespace_body(name))
         pods = await _make_pods(ctx, scenario, kind, namespace, scheduler_name)
-        services = (
-            classes.make_class_services(scenario.workload, pods, namespace)
-            if scenario.mode == CLASS
-            else workload.make_services(namespace)
-        )
-        await _post_all(ctx.api, f"/api/v1/namespaces/{namespace}/services", services)
+        for name in namespaces:
+            services = (
+                classes.make_class_services(scenario.workload, pods, name)
+                if scenario.mode == CLASS
+                else workload.make_services(name)
+            )
+            await _post_all(ctx.api, f"/api/v1/namespaces/{name}/services", services)
         expected = {p["metadata"]["name"] for p in pods}
         created_at: dict[str, float] = {}
         create_latency: list[float] = []
         if scenario.mode in PENDING:
             await create_pods(ctx.api, pods, concurrency=CREATE_CONCURRENCY)
         record["setup_s"] = round(time.monotonic() - began, 2)
-        watcher = BindWatcher(ctx.api, namespace)
+        watcher = BindWatcher(ctx.api, namespace if scenario.mode != QUOTA else "")
         await watcher.start()
 
         samplers = {name: ProcessSampler(pid) for name, pid in ctx.control_plane_pids.items()}
@@ -276,9 +288,12 @@ async def run_once(ctx: Context, scenario: Scenario, kind: str, repeat: int, ind
             )
 
         # The audit runs whatever happened: a stalled run's partial placements must be sound too.
-        run_pods, _ = await list_items(ctx.api, f"/api/v1/namespaces/{namespace}/pods")
-        run_pods = [p for p in run_pods if p["metadata"]["name"] != CANARY]
         all_pods, _ = await list_items(ctx.api, "/api/v1/pods")
+        run_pods = [
+            p
+            for p in all_pods
+            if p["metadata"]["namespace"] in namespaces and p["metadata"]["name"] != CANARY
+        ]
         nodes, _ = await list_items(ctx.api, "/api/v1/nodes")
         pod_groups = None
         if scenario.mode == GANG:
@@ -292,6 +307,14 @@ async def run_once(ctx: Context, scenario: Scenario, kind: str, repeat: int, ind
             check_selectors=kind != NULL,
             pod_groups=pod_groups,
         )
+        if kind == KUBESCHED_QUOTAS:
+            in_force = []
+            for name in namespaces:
+                in_force.extend((await list_items(ctx.api, quotas.elastic_quotas_path(name)))[0])
+            order = sorted((p for p in bound if p in expected), key=lambda p: bound[p][0])
+            by_name = {p["metadata"]["name"]: p for p in run_pods}
+            result.quota_violations = quotas.over_max(order, by_name, in_force)
+            result.quotas_checked = len(in_force)
         record["audit"] = result.as_dict()
         if status == OK and not result.ok:
             status, detail = AUDIT_FAILED, "; ".join(result.problems())
@@ -316,8 +339,9 @@ async def run_once(ctx: Context, scenario: Scenario, kind: str, repeat: int, ind
         if watcher is not None:
             await watcher.stop()
         record["loadavg_after"] = list(os.getloadavg())
-        with contextlib.suppress(Exception):
-            await delete_namespace(ctx.api, namespace)
+        for name in namespaces:
+            with contextlib.suppress(Exception):
+                await delete_namespace(ctx.api, name)
     ctx.progress(_summary_line(label, record), True)
     return record
 
@@ -329,6 +353,12 @@ async def _make_pods(
     controller creates them before its pods."""
     if scenario.mode == CLASS:
         return classes.make_class_pods(scenario.workload, scenario.pods, namespace, scheduler_name, ctx.seed)
+    if scenario.mode == QUOTA:
+        pods = quotas.make_quota_pods(scenario.pods, namespace, scheduler_name, ctx.seed)
+        if kind == KUBESCHED_QUOTAS:  # in force before the first pod exists, as in a real cluster
+            for quota in quotas.make_elastic_quotas(pods):
+                await post_object(ctx.api, quotas.elastic_quotas_path(quota["metadata"]["namespace"]), quota)
+        return pods
     if scenario.mode != GANG:
         return workload.make_pods(scenario.pods, namespace, scheduler_name, ctx.seed)
     grouped = kind == KUBESCHED_GANGS
@@ -515,6 +545,7 @@ async def delete_namespace(api: client.ApiClient, namespace: str) -> None:
     await call(api, "DELETE", f"{base}/events", ok=gone)
     # 404 where the PodGroup CRD is not installed (every class but the gang one).
     await call(api, "DELETE", gangs.pod_groups_path(namespace), ok=gone)
+    await call(api, "DELETE", quotas.elastic_quotas_path(namespace), ok=gone)
     await call(api, "DELETE", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events", ok=gone)
     await call(api, "DELETE", base, ok=(*gone, 409))
     body = {**namespace_body(namespace), "spec": {"finalizers": []}}

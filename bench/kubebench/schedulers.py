@@ -20,6 +20,8 @@ KUBESCHED = "kubesched"
 ALL = (NULL, KUBE_SCHEDULER, KUBESCHED)
 # kubesched again, on the gang workload's pods in PodGroups (`kubesched` there: the same pods without).
 KUBESCHED_GANGS = "kubesched-gangs"
+# kubesched again, on the quota workload's pods under ElasticQuotas (`kubesched` there: without).
+KUBESCHED_QUOTAS = "kubesched-quotas"
 # kubesched at its default node sampling (kube-scheduler's adaptive percentage), where `kubesched`
 # scores every node when its `run` offers the flag. The constraint classes run both.
 KUBESCHED_SAMPLED = "kubesched-sampled"
@@ -29,6 +31,7 @@ LABELS = {
     KUBE_SCHEDULER: "kube-scheduler 1.20.2",
     KUBESCHED: "kubesched",
     KUBESCHED_GANGS: "kubesched, PodGroups",
+    KUBESCHED_QUOTAS: "kubesched, ElasticQuotas",
     KUBESCHED_SAMPLED: "kubesched, default sampling",
 }
 
@@ -150,7 +153,7 @@ class SchedulerConfig:
                 f"--scheduler-name={scheduler_name}",
                 *self.kube_scheduler_extra,
             ]
-        if kind in (KUBESCHED, KUBESCHED_GANGS, KUBESCHED_SAMPLED):
+        if kind in (KUBESCHED, KUBESCHED_GANGS, KUBESCHED_QUOTAS, KUBESCHED_SAMPLED):
             return [
                 self.python, "-m", "kubesched", "run",
                 "--kubeconfig", str(kubeconfig),

@@ -1,4 +1,5 @@
-"""`kubectl kubesched`: kubesched's explain, simulate, snapshot, policy and version as a kubectl plugin.
+"""`kubectl kubesched`: kubesched's explain, simulate, snapshot, policy and version as a kubectl plugin,
+and `quota`, the ElasticQuotas' use.
 
 kubectl runs the executable `kubectl-kubesched` found on PATH for `kubectl kubesched ...` (krew's
 naming) and hands it every argument after the plugin's name. The commands do what `kubesched
@@ -428,6 +429,28 @@ def simulate(
     if output == "wide" and result.placements:
         text = "\n".join([text, *placements_table(as_dict["placements"])])
     emit(flags, output, as_dict, text, paint_simulate(text))
+
+
+@plugin.command(params=_reused(cli.explain, "snapshot_file"), epilog=_EPILOG)
+@_output_option("the names of the pods waiting on each quota")
+@click.pass_obj
+def quota(flags: GlobalFlags, snapshot_file: str | None, output: str | None) -> None:
+    """List every ElasticQuota: per resource what its pods use, its min and max, and how many
+    pods wait on it.
+
+    Every namespace's, or only those of -n when given. Use is counted as the scheduler counts it:
+    the requests of the bound pods not finished. A pod waits on a quota when it is pending and its
+    PodScheduled condition names the quota (the scheduler refused its last attempt for it).
+    """
+    from kubesched.tools.quotas import as_dict, quota_reports, render_table
+
+    if snapshot_file is not None:
+        state = cli.load_snapshot(snapshot_file)
+    else:
+        state = read_live(resolve_target(flags))[0]
+    reports = quota_reports(state, flags.namespace)
+    text = render_table(reports, wide=output == "wide")
+    emit(flags, output, as_dict(reports), text, text)
 
 
 @plugin.group()

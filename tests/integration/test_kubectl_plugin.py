@@ -16,7 +16,7 @@ import pytest_asyncio
 import yaml
 from kubernetes_asyncio.client import ApiClient
 
-from kubesched.kube.client import request
+from kubesched.kube.client import STRATEGIC_MERGE_PATCH, request
 from kubesched.policy.compile import compile_policy
 from kubesched.policy.files import load_policy_file
 from kubesched_dev.devcluster import LocalControlPlane
@@ -205,3 +205,55 @@ async def test_explain_says_loudly_when_no_scheduler_publishes_its_policy(
         "(it is not running, runs without leader election, or is older than this explain); judged with "
         "the built-in default (kube-scheduler 1.20) instead"
     )
+
+
+async def test_quota_lists_the_elastic_quotas_their_use_and_the_pods_waiting_on_them(
+    api: ApiClient, control_plane: LocalControlPlane, namespace: str
+) -> None:
+    quotas = f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{namespace}/elasticquotas"
+    # A min in a resource nobody else uses: the sum of the mins other tests' quotas see is theirs.
+    spec = {"min": {"example.com/widget": "2"}, "max": {"cpu": "2", "example.com/widget": "4"}}
+    manifest = {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "ElasticQuota",
+        "metadata": {"name": "eq", "namespace": namespace},
+        "spec": spec,
+    }
+    status, reply = await request(api, "POST", quotas, manifest)
+    assert status == 201, reply
+    try:
+        await create_nodes(api, [make_node("quota-node", cpu="8")])
+        running = make_pod("running", namespace, "kubesched", cpu="1500m", node_name="quota-node")
+        await create_pods(api, [running, make_pod("waiting", namespace, "kubesched", cpu="1")])
+        message = f"0/1 nodes are available: ElasticQuota {namespace}/eq: over max: cpu 2500m > 2000m."
+        condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
+        status, reply = await request(
+            api,
+            "PATCH",
+            f"/api/v1/namespaces/{namespace}/pods/waiting/status",
+            {"status": {"conditions": [condition]}},
+            content_type=STRATEGIC_MERGE_PATCH,
+        )
+        assert status == 200, reply
+        admin = control_plane.kubeconfig
+        found = json.loads(await plugin("quota", "-n", namespace, "-o", "json", kubeconfig=admin))
+        assert found == {
+            "quotas": [
+                {
+                    "namespace": namespace,
+                    "name": "eq",
+                    "inForce": True,
+                    "problem": "",
+                    "resources": [
+                        {"resource": "cpu", "used": "1500m", "min": "0m", "max": "2000m"},
+                        {"resource": "example.com/widget", "used": "0", "min": "2", "max": "4"},
+                    ],
+                    "waiting": ["waiting"],
+                }
+            ]
+        }
+        table = await plugin("quota", "-n", namespace, kubeconfig=admin)
+        assert table.splitlines()[1].split() == [namespace, "eq", "cpu", "1500m", "0m", "2000m", "1"]
+    finally:
+        status, reply = await request(api, "DELETE", f"{quotas}/eq")
+        assert status in (200, 404), reply

@@ -19,8 +19,9 @@ import pytest
 import yaml
 from kubernetes_asyncio.client import ApiClient
 
+from kubesched.kube.client import request
 from kubesched_dev.devcluster import LocalControlPlane
-from kubesched_dev.fixtures import create_nodes, create_pods, make_node, make_pod, wait_for
+from kubesched_dev.fixtures import create_namespace, create_nodes, create_pods, make_node, make_pod, wait_for
 
 from ..monitoring_kit import DASHBOARD, KIT, REPO, all_queries, exported_series, unexported
 from .kubeapi import events_for, wait_bound
@@ -28,6 +29,7 @@ from .kubesched_process import KubeschedProcess
 from .test_policies import Policies
 
 QPS, BURST = 400, 800
+WIDGET = "example.com/monitoring-widget"
 EXAMPLE = REPO / "examples" / "monitoring"
 
 
@@ -82,6 +84,24 @@ async def test_every_metric_the_dashboard_and_the_alerts_name_is_exported(
     )
     await policies.wait_status(shadow, 1, "True", "False")  # written by the leader: it is in force
     await policies.wait_status(typo, 1, "False", "False")
+    # An ElasticQuota of a namespace of its own, in a resource nobody asks for: the quota series,
+    # and no change to what other quotas admit.
+    quotas = f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{namespace}-quota/elasticquotas"
+    await create_namespace(api, f"{namespace}-quota")
+    spec = {"min": {WIDGET: "1"}, "max": {WIDGET: "2"}}
+    quota = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "ElasticQuota", "spec": spec}
+    status, reply = await request(api, "POST", quotas, {**quota, "metadata": {"name": "eq"}})
+    assert status == 201, reply
+    try:
+        await _scheduled_and_scraped(api, namespace, proc, port, name, shadow, typo)
+    finally:
+        status, reply = await request(api, "DELETE", f"{quotas}/eq")
+        assert status in (200, 404), reply
+
+
+async def _scheduled_and_scraped(
+    api: ApiClient, namespace: str, proc: KubeschedProcess, port: int, name: str, shadow: str, typo: str
+) -> None:
     # Three pods that fit, one that fits nowhere.
     await create_nodes(api, [make_node(f"mon-{i}", cpu="2", memory="4Gi") for i in range(2)])
     fitting = [make_pod(f"web-{i}", namespace, name, cpu="500m", memory="256Mi") for i in range(3)]
@@ -101,6 +121,7 @@ async def test_every_metric_the_dashboard_and_the_alerts_name_is_exported(
             'scheduler_pending_pods{queue="unschedulable"}': 1.0,
             f'kubesched_policy_accepted{{policy="{shadow}"}}': 1.0,
             f'kubesched_policy_accepted{{policy="{typo}"}}': 0.0,
+            f'kubesched_quota_max{{quota_namespace="{namespace}-quota",resource="{WIDGET}"}}': 2.0,
         }
         shown = all(value(series, page) == expected for series, expected in wanted.items())
         return page if shown and "kubesched_shadow_evaluations_total{" in page else None

@@ -1,5 +1,5 @@
 """The PodGroup CRD (crds/scheduling.x-k8s.io_podgroups.yaml) on the real API server, the status writer
-(kube/podgroup_status.py) against it with the shipped RBAC, and life under scheduler-plugins' own CRD
+(kube/status_writer.py) against it with the shipped RBAC, and life under scheduler-plugins' own CRD
 (scheduler_plugins_podgroup_crd.yaml): statuses written there, and a migration to ours with `kubectl
 apply` that keeps a cluster's PodGroups.
 
@@ -22,7 +22,7 @@ from kubernetes_asyncio.client import ApiClient
 from prometheus_client import REGISTRY
 
 from kubesched.kube.client import MERGE_PATCH, request
-from kubesched.kube.podgroup_status import PodGroupStatusWriter
+from kubesched.kube.status_writer import pod_group_status_writer
 from kubesched_dev.devcluster import LocalControlPlane
 from kubesched_dev.fixtures import (
     CRD_PATH,
@@ -249,7 +249,7 @@ async def test_the_writer_writes_a_status_once_and_forgets_a_deleted_group(
         return reply
 
     written, gone = counted("written"), counted("gone")
-    writer = PodGroupStatusWriter(operator_api, interval=0.05, send=send)
+    writer = pod_group_status_writer(operator_api, interval=0.05, send=send)
     runner = asyncio.create_task(writer.run())
     try:
         writer.set(key, full_status())
@@ -304,7 +304,7 @@ async def test_under_scheduler_plugins_crd_our_status_is_accepted_with_our_field
             replies.append(await request(api, method, path, body, content_type=content_type))
             return replies[-1]
 
-        writer = PodGroupStatusWriter(api, send=send)
+        writer = pod_group_status_writer(api, send=send)
         writer.set(f"{namespace}/gang", full_status())
         await writer.flush()
         ((status, reply),) = replies

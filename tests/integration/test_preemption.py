@@ -22,6 +22,7 @@ from kubesched.kube.client import request
 from kubesched.model.objects import node_from_dict, pod_from_dict
 from kubesched_dev.fixtures import (
     PRIORITY_CLASS_PREFIX,
+    create_namespace,
     create_nodes,
     create_pods,
     make_node,
@@ -77,7 +78,7 @@ def start(proc: KubeschedProcess) -> None:
 
 
 def victim(
-    name: str, namespace: str, node: str, priority: int, cpu: str = "2", **kwargs: Any
+    name: str, namespace: str, node: str, priority: int, cpu: str | None = "2", **kwargs: Any
 ) -> dict[str, Any]:
     """A running pod of another scheduler, deleted at once (no kubelet here to wait for)."""
     pod = make_pod(name, namespace, "default-scheduler", cpu=cpu, priority=priority, node_name=node, **kwargs)
@@ -373,3 +374,42 @@ def _cpu_seconds(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as stat:
         fields = stat.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def test_a_victim_of_quota_reclaim_is_told_the_quota_rule(
+    api: ApiClient, namespace: str, kubesched: KubeschedProcess
+) -> None:
+    """owner (min 4, max 4) takes back from lender (min 2, using 4) what lender borrowed."""
+    gpu = "example.com/reclaim-gpu"  # asked for here only: other tests' quotas are not moved
+    lender = f"{namespace}-lender"
+    await create_namespace(api, lender)
+    quotas = []
+    for where, low in ((lender, 2), (namespace, 4)):
+        path = f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{where}/elasticquotas"
+        manifest = {
+            "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+            "kind": "ElasticQuota",
+            "metadata": {"name": "eq"},
+            "spec": {"min": {gpu: str(low)}, "max": {gpu: "4"}},
+        }
+        status, reply = await request(api, "POST", path, manifest)
+        assert status == 201, reply
+        quotas.append(f"{path}/eq")
+    try:
+        await create_nodes(api, [make_node("reclaim", cpu="8", extended={gpu: "4"})])
+        borrowed = [victim(f"l{i}", lender, "reclaim", 100, cpu=None, extended={gpu: "2"}) for i in range(2)]
+        for pod in borrowed:
+            pod["spec"]["containers"][0]["resources"]["limits"] = {gpu: "2"}
+        await create_pods(api, borrowed)
+        start(kubesched)
+        mine = make_pod("mine", namespace, kubesched.scheduler_name, priority=1, extended={gpu: "2"})
+        mine["spec"]["containers"][0]["resources"]["limits"] = {gpu: "2"}
+        await create_pods(api, [mine])
+        await wait_for(lambda: _bound_to(api, namespace, "mine"), timeout=30, message="mine bound")
+        rule = f"ElasticQuota {lender}/eq over its min, reclaimed by {namespace}/eq within its min"
+        told = [m for pod in ("l0", "l1") for m in await preempted_events(api, lender, pod)]
+        assert told == [f"Preempted by {namespace}/mine on node reclaim: {rule}"]
+    finally:
+        for path in quotas:
+            status, reply = await request(api, "DELETE", path)
+            assert status in (200, 404), reply

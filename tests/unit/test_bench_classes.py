@@ -358,7 +358,16 @@ def test_the_classes_run_by_default_at_1000_nodes_and_by_flag_at_5000() -> None:
     assert [(s.workload, s.nodes, s.pods) for s in found] == [(c, 1000, 2000) for c in DEFAULT_CLASSES]
     big = scenarios_from(
         parse_args(
-            ["--no-batch", "--no-steady", "--no-gang", "--classes", "all", "--class-size", "5000x10000"]
+            [
+                "--no-batch",
+                "--no-steady",
+                "--no-gang",
+                "--no-quota",
+                "--classes",
+                "all",
+                "--class-size",
+                "5000x10000",
+            ]
         )
     )
     assert [(s.workload, s.nodes, s.pods) for s in big] == [(c, 5000, 10000) for c in classes.CLASSES]

@@ -256,7 +256,18 @@ def test_the_gang_run_is_in_the_default_and_quick_runs_and_kubesched_only() -> N
     (quick,) = [s for s in scenarios_from(parse_args(["--quick"])) if s.mode == GANG]
     assert (quick.nodes, quick.groups, quick.group_size, quick.mixed) == (200, 10, 8, 4)
     custom = scenarios_from(
-        parse_args(["--gang", "300x6x4", "--gang-mixed", "0", "--no-batch", "--no-steady", "--no-classes"])
+        parse_args(
+            [
+                "--gang",
+                "300x6x4",
+                "--gang-mixed",
+                "0",
+                "--no-batch",
+                "--no-steady",
+                "--no-classes",
+                "--no-quota",
+            ]
+        )
     )
     assert custom == [Scenario.gang(300, 6, 4, 0, seed=1)]
     assert custom[0].pods == 24

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple, cast
 
 import pytest
+from prometheus_client import REGISTRY
 from structlog.testing import capture_logs
 
 from kubesched.kube import eviction
@@ -77,11 +78,11 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Server:
     return made
 
 
-async def preempt(server: Server, *, may_act: Any = None) -> FakeRecorder:
+async def preempt(server: Server, *, may_act: Any = None, rule: tuple[str, str] = ("", "")) -> FakeRecorder:
     """One preemption carried out to the end: the victim evicted, then the preemptor nominated."""
     recorder = FakeRecorder()
     evictor = Evictor(cast(Any, None), TokenBucket(0, 0), cast(Recorder, recorder), may_act=may_act)
-    evictor.evict(victim(), preemptor(), "n1")
+    evictor.evict(victim(), preemptor(), "n1", *rule)
     evictor.nominate(preemptor(), "n1")
     await evictor.close()
     return recorder
@@ -109,6 +110,25 @@ async def test_the_victim_is_marked_disruption_target_and_then_deleted(server: S
     }
     assert server.sent[1].body["preconditions"] == {"uid": "uid-low"}
     assert recorder.events == [("low", "Preempted", "Preempted by ns/high on node n1")]
+
+
+def reclaimed(rule: str) -> float:
+    return REGISTRY.get_sample_value("kubesched_quota_reclaim_evictions_total", {"rule": rule}) or 0.0
+
+
+async def test_a_victim_of_quota_reclaim_is_told_the_rule_and_counted(server: Server) -> None:
+    before = reclaimed("reclaim")
+    why = "ElasticQuota other/eq over its min, reclaimed by ns/eq within its min"
+    recorder = await preempt(server, rule=("reclaim", why))
+    assert recorder.events == [("low", "Preempted", f"Preempted by ns/high on node n1: {why}")]
+    assert reclaimed("reclaim") == before + 1
+
+
+async def test_a_quota_victim_whose_delete_fails_is_not_counted(server: Server) -> None:
+    server.answers[DELETE] = 500
+    before = reclaimed("own_quota")
+    await preempt(server, rule=("own_quota", "lower priority in ElasticQuota ns/eq"))
+    assert reclaimed("own_quota") == before
 
 
 class MarkCase(NamedTuple):

@@ -365,3 +365,94 @@ def test_explain_warns_when_it_cannot_know_the_schedulers_policy(leases: Any, wh
     assert result.policy == "built-in default (kube-scheduler 1.20)"
     assert render_table(result).splitlines()[2] == f"WARNING: {warning}"
     assert json.loads(render_json(result))["warnings"] == [warning]
+
+
+# ------------------------------------------------------------------------------- ElasticQuotas
+
+GPU = "nvidia.com/gpu"
+
+
+def _quota(namespace: str, minimum: dict[str, str], maximum: dict[str, str]) -> dict[str, Any]:
+    meta = {
+        "namespace": namespace,
+        "name": "eq",
+        "uid": f"eq-{namespace}",
+        "creationTimestamp": "2026-01-01T00:00:00Z",
+    }
+    return {"metadata": meta, "spec": {"min": minimum, "max": maximum}}
+
+
+def _gpu_cluster(busy: int = 3) -> Snapshot:
+    """team (min 4 GPUs, max 6) uses 2 GPUs and 500m per busy pod; other (min 6, max 8) nothing."""
+    quotas = {
+        "team/eq": _quota("team", {GPU: "4", "cpu": "2"}, {GPU: "6"}),
+        "other/eq": _quota("other", {GPU: "6", "cpu": "4"}, {GPU: "8"}),
+    }
+    used = [model_pod(f"u{i}", "team", cpu="500m", extra={GPU: "2"}, node_name="gpu") for i in range(busy)]
+    return snapshot(
+        node_info(model_node("gpu", cpu="64", extra={GPU: "16"}), used),
+        objects=ClusterObjects(elastic_quotas=quotas),
+    )
+
+
+def test_a_pod_its_quota_refuses_is_explained_by_the_quota_with_the_nodes_as_without_it() -> None:
+    pod = model_pod("train", "team", cpu="1", extra={GPU: "2"})
+    result = explain(POLICY, pod, _gpu_cluster())
+    assert result.message == f"0/1 nodes are available: ElasticQuota team/eq: over max: {GPU} 8 > 6."
+    assert result.notes[0] == "without the quota: would be scheduled on gpu"
+    assert result.quota is not None and not result.quota.admitted
+    assert result.quota.verdict == f"over max: {GPU} 8 > 6"
+    lines = {q.resource: (q.used, q.min, q.max, q.request) for q in result.quota.resources}
+    assert lines == {"cpu": ("1500m", "2000m", "-", "1000m"), GPU: ("6", "4", "6", "2")}
+    text = render_table(result)
+    assert f"ELASTIC QUOTA team/eq   over max: {GPU} 8 > 6" in text
+    assert [GPU, "6", "4", "6", "2"] in [line.split() for line in text.split("\n")]
+    as_json = json.loads(render_json(result))
+    assert as_json["quota"]["verdict"] == f"over max: {GPU} 8 > 6"
+    assert as_json["quota"]["resources"][1] == {
+        "resource": GPU,
+        "used": "6",
+        "min": "4",
+        "max": "6",
+        "request": "2",
+    }
+
+
+def test_a_pod_within_max_says_whether_it_borrows_beyond_min() -> None:
+    cluster = _gpu_cluster()
+    small = explain(POLICY, model_pod("s", "team", cpu="100m"), cluster)
+    assert small.quota is not None and small.quota.admitted
+    assert small.quota.verdict == "within max; within min"
+    assert small.message == "would be scheduled on gpu"
+    borrowing = explain(POLICY, model_pod("b", "team", cpu="1"), cluster)
+    assert borrowing.quota is not None and borrowing.quota.verdict == "within max; borrowing: cpu"
+
+
+def test_the_nominated_pods_of_the_quota_count_as_in_the_scheduler() -> None:
+    pod = model_pod("one", "team", extra={GPU: "1"})
+    alone = explain(POLICY, pod, _gpu_cluster(busy=2))
+    assert alone.quota is not None and alone.quota.verdict == "within max; borrowing: nvidia.com/gpu"
+    earlier = model_pod("first", "team", extra={GPU: "2"})  # nominated, of the same priority
+    refused = explain(POLICY, pod, _gpu_cluster(busy=2), nominated=[earlier])
+    assert refused.quota is not None and refused.quota.verdict == f"over max: {GPU} 7 > 6"
+
+
+def test_a_pod_of_a_namespace_without_quota_has_no_quota_section() -> None:
+    result = explain(POLICY, model_pod("free", "elsewhere", extra={GPU: "10"}), _gpu_cluster())
+    assert result.quota is None and "quota" not in result.as_dict()
+    assert result.message == "would be scheduled on gpu"
+
+
+def test_explaining_from_a_cluster_state_counts_its_quotas_and_nominations() -> None:
+    nodes = [make_node("gpu", cpu="64", extended={GPU: "16"})]
+    bound = make_pod("u", "team", cpu="1", extended={GPU: "4"}, node_name="gpu")
+    nominee = make_pod("first", "team", extended={GPU: "1"})
+    nominee["status"]["nominatedNodeName"] = "gpu"
+    pods = [bound, nominee, make_pod("one", "team", extended={GPU: "2"})]
+    quota = _quota("team", {GPU: "4"}, {GPU: "6"})
+    state = ClusterState(nodes, pods, {"ElasticQuota": [quota]}, [])
+    result = explain_snapshot(state, "team", "one", None, None)
+    assert result.message == f"0/1 nodes are available: ElasticQuota team/eq: over max: {GPU} 7 > 6."
+    # A bound pod is judged without itself in its quota's use.
+    again = explain_snapshot(state, "team", "u", None, None)
+    assert again.quota is not None and again.quota.resources[-1].used == "0"

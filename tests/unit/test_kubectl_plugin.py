@@ -378,3 +378,75 @@ def test_the_package_installs_kubectl_kubesched() -> None:
     """krew's naming: kubectl runs `kubectl-kubesched` from PATH for `kubectl kubesched`."""
     scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts["kubectl-kubesched"] == "kubesched.kubectl_plugin:main"
+
+
+GPU = "nvidia.com/gpu"
+
+
+def elastic_quota(namespace: str, name: str, created: str, spec: dict[str, object]) -> dict[str, object]:
+    meta = {"namespace": namespace, "name": name, "uid": f"{namespace}-{name}", "creationTimestamp": created}
+    return {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "ElasticQuota",
+        "metadata": meta,
+        "spec": spec,
+    }
+
+
+def refused(name: str, namespace: str, message: str) -> dict[str, object]:
+    pod = make_pod(name, namespace, extended={GPU: "2"})
+    pod["status"]["conditions"] = [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
+    ]
+    return pod
+
+
+def test_quota_lists_every_elastic_quota_with_its_use_and_waiting_pods(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, kubeconfig: str
+) -> None:
+    at = "2026-01-01T00:00:00Z"
+    quotas = [
+        elastic_quota("team", "eq", at, {"min": {GPU: "4", "cpu": "2"}, "max": {GPU: "6", "memory": "8Gi"}}),
+        elastic_quota("team", "late", "2026-02-01T00:00:00Z", {"max": {GPU: "1"}}),
+        elastic_quota("lab", "eq", at, {"min": {"cpu": "1"}}),
+    ]
+    over = "0/1 nodes are available: ElasticQuota team/eq: over max: nvidia.com/gpu 8 > 6."
+    pods = [
+        make_pod("train", "team", cpu="1500m", memory="1Gi", node_name="n1", extended={GPU: "6"}),
+        refused("wait-1", "team", over),
+        refused(
+            "wait-2",
+            "team",
+            f"pod group team/g: ElasticQuota team/eq refuses its 2 members still needed: {over}",
+        ),
+        refused("elsewhere", "team", "0/1 nodes are available: 1 Insufficient cpu."),
+        make_pod("done", "team", cpu="7", node_name="n1"),
+    ]
+    pods[-1]["status"]["phase"] = "Succeeded"  # finished: no longer counted
+    path = tmp_path / "quotas.json"
+    save(ClusterState([make_node("n1", cpu="64")], pods, {"ElasticQuota": quotas}), str(path))
+    args = ["quota", "--snapshot", str(path), "--kubeconfig", kubeconfig]
+
+    code, out, err = run(capsys, *args)
+    assert code == 0, err
+    assert out.splitlines() == [
+        "NAMESPACE  NAME  RESOURCE        USED   MIN    MAX  WAITING",
+        "lab        eq    cpu             0      1      -    0",
+        "team       eq    cpu             1500m  2000m  -    2",
+        "                 memory          1Gi    0Gi    8Gi",
+        "                 nvidia.com/gpu  6      4      6",
+        "team       late  nvidia.com/gpu  -      0      1    0",
+        "note: team/late: ignored: ElasticQuota eq, older, is in force in namespace team",
+    ]
+    code, wide, _ = run(capsys, *args, "-o", "wide")
+    assert "wait-1, wait-2" in wide.splitlines()[2]
+    code, as_json, _ = run(capsys, *args, "-n", "team", "-o", "json")
+    found = json.loads(as_json)["quotas"]
+    assert [(q["name"], q["inForce"], q["waiting"]) for q in found] == [
+        ("eq", True, ["wait-1", "wait-2"]),
+        ("late", False, []),
+    ]
+    assert found[0]["resources"][2] == {"resource": GPU, "used": "6", "min": "4", "max": "6"}
+    empty = tmp_path / "empty.json"
+    save(ClusterState([], []), str(empty))
+    assert run(capsys, "quota", "--snapshot", str(empty)) == (0, "No ElasticQuotas found.\n", "")

@@ -300,7 +300,8 @@ def test_capacity_scheduling_and_out_of_tree_plugins_are_one_note_each() -> None
     )
     assert messages(profile) == [
         "profiles[0].plugins.preFilter.enabled[0]: plugin CapacityScheduling has no SchedulerPolicy "
-        "equivalent (ElasticQuota is not supported yet: kubesched reads no quotas)",
+        "equivalent (ElasticQuotas are built into kubesched: every profile admits and reclaims by them "
+        "(SchedulerPolicy quotas))",
         "profiles[0].plugins.preFilter.enabled[1]: plugin NetworkOverhead (out-of-tree or unknown) "
         "has no SchedulerPolicy equivalent (kubesched runs in-tree plugins only)",
     ]

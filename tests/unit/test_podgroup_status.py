@@ -12,7 +12,8 @@ from prometheus_client import REGISTRY
 from structlog.testing import capture_logs
 
 from kubesched.kube.client import MERGE_PATCH
-from kubesched.kube.podgroup_status import PodGroupStatusWriter, status_path
+from kubesched.kube.status_writer import StatusWriter, pod_group_status_writer, status_path
+from kubesched.model.kinds import POD_GROUPS
 from kubesched_dev.fixtures import wait_for
 
 PATH = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/ns/podgroups/gang/status"
@@ -53,12 +54,12 @@ def counted(result: str) -> float:
     return REGISTRY.get_sample_value("kubesched_podgroup_status_writes_total", {"result": result}) or 0.0
 
 
-def writer(server: FakeServer, **options: Any) -> PodGroupStatusWriter:
-    return PodGroupStatusWriter(None, send=server.send, **options)  # type: ignore[arg-type]
+def writer(server: FakeServer, **options: Any) -> StatusWriter:
+    return pod_group_status_writer(None, send=server.send, **options)  # type: ignore[arg-type]
 
 
 def test_the_status_path_is_the_status_subresource_of_the_group() -> None:
-    assert status_path("ns/gang") == PATH
+    assert status_path(POD_GROUPS, "ns/gang") == PATH
 
 
 async def test_a_status_is_written_once_and_only_its_latest_version() -> None:
@@ -113,7 +114,7 @@ async def test_what_the_server_kept_is_not_read_back() -> None:
         return 200, {"status": kept}
 
     sent: list[Any] = []
-    statuses = PodGroupStatusWriter(None, send=pruning)  # type: ignore[arg-type]
+    statuses = pod_group_status_writer(None, send=pruning)  # type: ignore[arg-type]
     statuses.set("ns/gang", status("Scheduling", 2, conditions=[{"type": "Scheduled", "status": "True"}]))
     for _ in range(3):
         await statuses.flush()
@@ -178,7 +179,9 @@ async def test_while_the_server_is_unreachable_one_line_says_so_and_one_probe_go
         await statuses.flush()
     events = [(entry["event"], entry["log_level"]) for entry in logs]
     assert events == [("podgroup_status_api_unreachable", "info"), ("podgroup_status_api_reachable", "info")]
-    assert sorted(path for path, _ in server.patches) == sorted(status_path(f"ns/gang-{i}") for i in range(5))
+    assert sorted(path for path, _ in server.patches) == sorted(
+        status_path(POD_GROUPS, f"ns/gang-{i}") for i in range(5)
+    )
     assert statuses.pending == []
 
 

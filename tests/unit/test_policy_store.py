@@ -419,7 +419,7 @@ def test_the_crd_schema_knows_every_policy_field() -> None:
     legacy_body = {"predicates", "priorities", "extenders", "hardPodAffinitySymmetricWeight"}
     legacy_body |= {"alwaysCheckAllPredicates", "percentageOfNodesToScore"}
     # Fields of their own for knobs the legacy body has no home for.
-    modern = {"nodeResourcesScoring", "podTopologySpreadDefaultConstraints"}
+    modern = {"nodeResourcesScoring", "podTopologySpreadDefaultConstraints", "quotas"}
     assert set(spec_schema["properties"]) == legacy_body | modern | {"schedulerName", "mode", "shadow"}
     # Every field the schema allows is one compile_policy understands.
     compile_policy({field: None for field in legacy_body})

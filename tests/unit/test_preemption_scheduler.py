@@ -4,10 +4,11 @@ nominated node's room kept, waiting while victims terminate, binding once they a
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, cast
 
 import pytest_asyncio
+from prometheus_client import REGISTRY
 
 from kubesched.kube.binding import Binder, BindOutcome
 from kubesched.kube.events import Recorder
@@ -35,10 +36,12 @@ class FakeRecorder:
 class FakeEvictor:
     def __init__(self) -> None:
         self.evicted: list[tuple[str, str, str]] = []
+        self.rules: dict[str, tuple[str, str]] = {}  # victim -> (quota rule, why)
         self.nominations: list[tuple[str, str]] = []
 
-    def evict(self, victim: Pod, preemptor: Pod, node_name: str) -> None:
+    def evict(self, victim: Pod, preemptor: Pod, node_name: str, rule: str = "", why: str = "") -> None:
         self.evicted.append((victim.name, preemptor.name, node_name))
+        self.rules[victim.name] = (rule, why)
 
     def nominate(self, pod: Pod, node_name: str) -> None:
         self.nominations.append((pod.name, node_name))
@@ -97,6 +100,7 @@ async def test_preemptor_nominates_evicts_waits_and_binds_once_victims_are_gone(
 
     await wait_for(lambda: harness.evictor.evicted, timeout=5)
     assert harness.evictor.evicted == [("cheap", "high", "n1")]
+    assert harness.evictor.rules["cheap"] == ("", "")  # no quota: kube-scheduler's preemption
     assert ("high", "n1") in harness.evictor.nominations
     assert harness.failures_of("high")[0] == "0/2 nodes are available: 2 Insufficient cpu."
     uid = high["metadata"]["uid"]
@@ -150,3 +154,98 @@ async def test_a_nomination_is_dropped_when_the_pod_is_deleted_or_bound_elsewher
     s.on_pod("DELETED", a)
     s.on_pod("MODIFIED", {**b, "spec": {**b["spec"], "nodeName": "n9"}})
     assert len(s.nominator) == 0
+
+
+def _quota(namespace: str, gpus_min: int, gpus_max: int) -> dict[str, Any]:
+    meta = {
+        "namespace": namespace,
+        "name": "eq",
+        "uid": f"eq-{namespace}",
+        "creationTimestamp": "2026-01-01T00:00:00Z",
+    }
+    return {"metadata": meta, "spec": {"min": {GPU: str(gpus_min)}, "max": {GPU: str(gpus_max)}}}
+
+
+GPU = "example.com/gpu"
+
+
+async def test_a_victim_of_quota_reclaim_is_told_the_rule_it_was_chosen_by(harness: Harness) -> None:
+    s = harness.scheduler
+    s.on_node("ADDED", make_node("n1", cpu="64", extended={GPU: "4"}))
+    s.on_object("ElasticQuota", "ADDED", _quota("lender", 2, 4))
+    s.on_object("ElasticQuota", "ADDED", _quota("owner", 4, 4))
+    # lender borrows all four GPUs, at a higher priority than the owner's pod.
+    for i in range(2):
+        s.on_pod(
+            "ADDED", make_pod(f"l{i}", "lender", "other", priority=100, node_name="n1", extended={GPU: "2"})
+        )
+    s.on_pod("ADDED", make_pod("mine", "owner", NAME, priority=0, extended={GPU: "2"}))
+    await wait_for(lambda: harness.evictor.evicted, timeout=5)
+    [(victim, preemptor, node)] = harness.evictor.evicted
+    assert (preemptor, node) == ("mine", "n1")
+    assert harness.evictor.rules[victim] == (
+        "reclaim",
+        "ElasticQuota lender/eq over its min, reclaimed by owner/eq within its min",
+    )
+
+
+class FakeStatuses:
+    def __init__(self) -> None:
+        self.statuses: dict[str, Mapping[str, Any]] = {}
+
+    def set(self, key: str, status: Mapping[str, Any]) -> None:
+        self.statuses[key] = status
+
+    def forget(self, key: str) -> None:
+        self.statuses.pop(key, None)
+
+    @property
+    def pending(self) -> list[str]:
+        return []
+
+
+def sample(name: str, **labels: str) -> float | None:
+    return REGISTRY.get_sample_value(name, labels)
+
+
+async def test_quota_gauges_follow_the_cache_and_go_with_their_quota_and_the_term() -> None:
+    statuses = FakeStatuses()
+    s = Scheduler(
+        SchedulerSettings(NAME, seed=1),
+        default_algorithm(),
+        cast(Binder, FakeBinder()),
+        cast(Recorder, FakeRecorder()),
+        queue=SchedulingQueue(QueueSettings(0.01, 0.02, 60.0)),
+        quota_writer=statuses,
+    )
+    s.on_node("ADDED", make_node("n1", cpu="64", extended={GPU: "4"}))
+    quota = _quota("team", 2, 4)
+    quota["spec"]["min"]["cpu"] = "1500m"
+    s.on_object("ElasticQuota", "ADDED", quota)
+    s.on_pod("ADDED", make_pod("used", "team", "other", cpu="500m", node_name="n1", extended={GPU: "4"}))
+    s.on_pod("ADDED", make_pod("waits", "team", NAME, extended={GPU: "1"}))
+    loop = asyncio.create_task(s.run())
+    await wait_for(
+        lambda: sample("kubesched_quota_waiting_pods", quota_namespace="team", rule="max") == 1, timeout=5
+    )
+    assert sample("kubesched_quota_waiting_pods", quota_namespace="team", rule="mins") == 0
+    assert sample("kubesched_quota_used", quota_namespace="team", resource=GPU) == 4
+    assert sample("kubesched_quota_used", quota_namespace="team", resource="cpu") == 0.5
+    assert sample("kubesched_quota_min", quota_namespace="team", resource="cpu") == 1.5
+    assert sample("kubesched_quota_max", quota_namespace="team", resource=GPU) == 4
+    assert sample("kubesched_quota_max", quota_namespace="team", resource="cpu") is None  # unlimited
+    s.on_object("ElasticQuota", "DELETED", quota)
+    await wait_for(
+        lambda: sample("kubesched_quota_used", quota_namespace="team", resource=GPU) is None, timeout=5
+    )
+    assert sample("kubesched_quota_waiting_pods", quota_namespace="team", rule="max") is None
+    s.on_object("ElasticQuota", "ADDED", quota)
+    await wait_for(
+        lambda: sample("kubesched_quota_min", quota_namespace="team", resource=GPU) == 2, timeout=5
+    )
+    s.queue.close()
+    await asyncio.wait_for(loop, 5)
+    # The term is over: a follower shows none.
+    await wait_for(
+        lambda: sample("kubesched_quota_min", quota_namespace="team", resource=GPU) is None, timeout=5
+    )

@@ -108,9 +108,9 @@ async def test_only_the_served_resources_are_watched(
     kinds = await served_kinds(cast(ApiClient, None))
     assert versions(kinds, BUDGET_KIND) == budgets
     assert versions(kinds, "CSIStorageCapacity") == capacities
-    # Everything else is served by all three, PodGroups excepted, whose CRD none has installed.
+    # Everything else is served by all three, PodGroups and ElasticQuotas excepted, whose CRDs none has.
     left_out = {k.kind for k in WATCHED_OBJECTS if k not in kinds}
-    assert left_out - {BUDGET_KIND, "CSIStorageCapacity"} == {"PodGroup"}
+    assert left_out - {BUDGET_KIND, "CSIStorageCapacity"} == {"PodGroup", "ElasticQuota"}
     assert "CSIDriver" in {k.kind for k in kinds}
 
 

@@ -92,15 +92,20 @@ def test_agreement_is_rounded_down_so_that_100_means_every_one() -> None:
 # ------------------------------------------------------------------------------------ the runner
 
 
-def cluster() -> Snapshot:
-    """A half-full node and three empty identical ones: ties, and a split between spread and pack."""
-    from kubesched.model.nodeinfo import NodeInfo
+def cluster(quota: Mapping[str, Any] | None = None) -> Snapshot:
+    """A half-full node and three empty identical ones: ties, and a split between spread and pack;
+    with `quota`, the spec of an ElasticQuota of the pods' namespace."""
+    from kubesched.model.nodeinfo import ClusterObjects, NodeInfo
 
     busy = NodeInfo(node_from_dict(make_node("busy", cpu="4", memory="8Gi"))).with_pod(
         pod_from_dict(make_pod("resident", cpu="2", memory="4Gi", node_name="busy"))
     )
     empty = [NodeInfo(node_from_dict(make_node(f"empty-{i}", cpu="4", memory="8Gi"))) for i in range(3)]
-    return Snapshot.of([busy, *empty])
+    if quota is None:
+        return Snapshot.of([busy, *empty])
+    meta = {"namespace": "default", "name": "eq", "creationTimestamp": "2026-01-01T00:00:00Z"}
+    objects = ClusterObjects(elastic_quotas={"default/eq": {"metadata": meta, "spec": dict(quota)}})
+    return Snapshot.of([busy, *empty], objects)
 
 
 def workload(count: int = 12) -> list[Pod]:
@@ -119,11 +124,14 @@ def store_with(*shadows: tuple[str, Mapping[str, Any]]) -> PolicyStore:
     return store
 
 
-def run(store: PolicyStore, pods: list[Pod], seed: int = 1) -> tuple[list[Any], dict[Comparison, Tally]]:
+def run(
+    store: PolicyStore, pods: list[Pod], seed: int = 1, snapshot: Snapshot | None = None
+) -> tuple[list[Any], dict[Comparison, Tally]]:
     runner = ShadowRunner(seed=99, wall_clock=lambda: T1)
     profiles: dict[str, Algorithm] = store.profiles()
     runner.update(store.shadows(), store.active(), profiles)
-    outcomes, _ = schedule_batch(profiles, pods, cluster(), random.Random(seed), 0, runner.observe)
+    snapshot = snapshot or cluster()
+    outcomes, _ = schedule_batch(profiles, pods, snapshot, random.Random(seed), 0, runner.observe)
     return outcomes, runner.take()
 
 
@@ -135,6 +143,26 @@ def test_an_identical_shadow_agrees_on_every_pod_even_where_ties_are_broken_at_r
     assert tally.evaluated == 13 and tally.agreed == 13
     assert tally.counts == {Verdict.SAME_NODE: 12, Verdict.BOTH_UNSCHEDULABLE: 1}
     assert tally.disagreements == []
+
+
+def test_shadows_are_held_by_elastic_quotas_as_the_active_policy_is() -> None:
+    # `resident` uses 2 of the quota's cpu: under its min of 2500m two web pods fit, under its max four.
+    quota = {"min": {"cpu": "2500m", "memory": "64Gi"}, "max": {"cpu": "3"}}
+    outcomes, tallies = run(
+        store_with(("twin", SPREAD), ("lender", {**SPREAD, "quotas": {"borrowing": "Cluster"}})),
+        workload(),
+        snapshot=cluster(quota),
+    )
+    assert sum(isinstance(o, ScheduleResult) for o in outcomes) == 2
+    by_policy = {key.policy: tally for key, tally in tallies.items()}
+    assert by_policy["twin"].counts == {Verdict.SAME_NODE: 2, Verdict.BOTH_UNSCHEDULABLE: 11}
+    # Borrowing from the cluster, the shadow admits each web pod on the snapshot the active policy
+    # saw (2500m used, max 3): only `huge` stays over the max.
+    assert by_policy["lender"].counts == {
+        Verdict.SAME_NODE: 2,
+        Verdict.ACTIVE_ONLY_UNSCHEDULABLE: 10,
+        Verdict.BOTH_UNSCHEDULABLE: 1,
+    }
 
 
 def test_swapped_weights_disagree_with_the_top_terms_behind_each_choice() -> None:

@@ -327,3 +327,51 @@ def test_a_member_that_is_not_placed_here_still_counts(left_out: str) -> None:
         with_groups(pods, pod_group("g", 2)), MOST, LEAST, scheduler_name=OWN, selector=selector
     )
     assert enough.groups[0].candidate == GroupOutcome(True, 2)
+
+
+def test_elastic_quotas_refuse_as_in_the_scheduler_and_their_use_is_shown_before_and_after() -> None:
+    quota = {
+        "metadata": {"namespace": "default", "name": "eq", "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {"min": {"cpu": "3500m", "memory": "16Gi"}, "max": {"cpu": "3500m"}},
+    }
+    cluster = ClusterState(state().nodes, state().pods, {"ElasticQuota": [quota]}, [])
+    result = simulate(cluster, MOST, LEAST, scheduler_name=OWN, seed=3)
+    # `resident` (2 cpu) counts against the quota too: three pods of 500m fit under its max.
+    placed = [p for p in result.placements if p.candidate is not None]
+    assert len(placed) == 3 and len(result.unschedulable_in_both) == 3
+    refused = "0/3 nodes are available: ElasticQuota default/eq: over max: cpu 4000m > 3500m."
+    assert {p.candidate_reason for p in result.unschedulable_in_both} == {refused}
+    uses = {q.resource: (q.min, q.max, q.before, q.after) for q in result.quotas}
+    assert uses == {
+        "cpu": ("3500m", "3500m", "3500m", "3500m"),
+        "memory": ("16384Mi", "-", "5632Mi", "5632Mi"),  # a row in one unit
+    }
+    assert result.as_dict()["quotas"][0] == {
+        "quota": "default/eq",
+        "resource": "cpu",
+        "min": "3500m",
+        "max": "3500m",
+        "before": "3500m",
+        "after": "3500m",
+    }
+    text = render_table(result)
+    assert "ELASTIC QUOTAS (1)" in text
+    assert ["default/eq", "cpu", "3500m", "3500m", "3500m", "3500m"] in [
+        line.split() for line in text.split("\n")
+    ]
+    # Replayed, the bound pods are taken off first: `before` is where they are.
+    bound = [make_pod(f"b{i}", cpu="500m", node_name="b") for i in range(2)]
+    replayed = simulate(
+        ClusterState(state().nodes, [*state(pending=0).pods, *bound], {"ElasticQuota": [quota]}, []),
+        MOST,
+        LEAST,
+        scheduler_name=OWN,
+        replay=True,
+    )
+    assert [(q.before, q.after) for q in replayed.quotas if q.resource == "cpu"] == [("3000m", "3000m")]
+
+
+def test_without_quotas_simulate_reads_as_before() -> None:
+    result = simulate(state(pending=2), MOST, LEAST, scheduler_name=OWN)
+    assert result.quotas == () and "quotas" not in result.as_dict()
+    assert "ELASTIC QUOTAS" not in render_table(result)

@@ -4,6 +4,11 @@ The scheduling loop hands one batch at a time to its executor (kubesched.runtime
 `simulate`, the shadow bench and the tests call `schedule_batch` directly. Pure: it changes
 nothing it is given and returns every decision, for the caller to carry out.
 
+ElasticQuotas (algorithm/admission.py) are checked before the filters, on the snapshot's QuotaState,
+which each placement updates: a pod its quota refuses is not tried on any node, but goes to
+preemption, as upstream runs PostFilter after a PreFilter rejection; whether evictions free quota
+for it is reclaim's to decide (algorithm/quota_reclaim.py, with the policy's ReclaimSettings).
+
 Nominated pods: kube-scheduler 1.20 keeps the pods nominated to a node by preemption in its
 queue's PodNominator and adds those of equal or higher priority to a node before running the
 filters on it (RunFilterPluginsWithNominatedPods, framework/runtime/framework.go). Here
@@ -19,6 +24,7 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 
 from kubesched.algorithm import preemption
+from kubesched.algorithm.admission import quota_error
 from kubesched.algorithm.gang import GangState, gang_states, schedule_gang
 from kubesched.algorithm.generic import Algorithm, FitError, ScheduleResult
 from kubesched.algorithm.preemption import PreemptionOutcome
@@ -101,6 +107,14 @@ def schedule_batch(
         gangs = gang_states((pod for pod in pods if group_key(pod)), snapshot)
 
     def place(pod: Pod, view_of: Snapshot, at: int) -> tuple[Outcome, Snapshot, int]:
+        # PreFilter's quota check, on the use before the nominations (it counts them itself). A pod
+        # that cannot be parsed is refused for that instead, and preempts nobody.
+        if view_of.quotas and pod.parse_error is None and not pod.unsupported:
+            others = (other for other, _ in nominated.values())
+            borrowing = profiles[pod.scheduler_name].quota_borrowing
+            refused = quota_error(view_of.quotas, [pod], len(view_of.nodes), others, borrowing)
+            if refused is not None:
+                return refused, view_of, at
         view = with_nominated(view_of, pod, nominated) if nominated else view_of
         try:
             result = profiles[pod.scheduler_name].schedule(pod, view, rng, at)
@@ -120,10 +134,10 @@ def schedule_batch(
             unit = [pods[j] for j in members[key]]
             seen, began, held = snapshot, start, dict(nominated)
 
-            def see(member: Pod, view_of: Snapshot, key: str = key) -> Snapshot:
+            def see(member: Pod, view_of: Snapshot, key: str = key) -> tuple[Snapshot, frozenset[str]]:
                 # The group's own nominations are left out: its members are placed on the view already.
                 others = {u: n for u, n in nominated.items() if group_key(n[0]) != key}
-                return with_nominated(view_of, member, others) if others else view_of
+                return nominated_view(view_of, member, others)
 
             decided, snapshot, start = schedule_gang(
                 pods=unit,
@@ -144,7 +158,7 @@ def schedule_batch(
             if isinstance(observe, GangAwareObserver):
                 observe.gang(unit, profiles, (gangs or {}).get(key), seen, began, held, decided)
             continue
-        view = with_nominated(snapshot, pod, nominated) if nominated else snapshot
+        view, placed = nominated_view(snapshot, pod, nominated)
         seen, began = view, start
         algorithm = profiles[pod.scheduler_name]
         outcome, snapshot, start = place(pod, snapshot, start)
@@ -152,7 +166,15 @@ def schedule_batch(
             try:
                 nominee = nominated.get(pod.uid, (pod, pod.nominated_node_name))[1]
                 outcome = preemption.attempt(
-                    outcome, view, algorithm.predicates, budgets, rng, nominee, algorithm.extenders
+                    outcome,
+                    view,
+                    algorithm.predicates,
+                    budgets,
+                    rng,
+                    nominee,
+                    algorithm.extenders,
+                    reclaim=algorithm.quota_reclaim,
+                    nominated=placed,
                 )
             except Exception as bug:
                 outcome = bug
@@ -184,14 +206,32 @@ def _reserve(
 def with_nominated(snapshot: Snapshot, pod: Pod, nominated: Mapping[str, tuple[Pod, str]]) -> Snapshot:
     """`snapshot` with the pods nominated to its nodes that `pod` must leave room for: those of
     equal or higher priority, other than `pod` itself."""
+    return nominated_view(snapshot, pod, nominated)[0]
+
+
+def nominated_view(
+    snapshot: Snapshot, pod: Pod, nominated: Mapping[str, tuple[Pod, str]]
+) -> tuple[Snapshot, frozenset[str]]:
+    """`with_nominated`, and the uids of the pods it placed: preemption must know them, as they
+    take room but are neither victims nor quota use."""
     view = snapshot
+    placed: list[str] = []
     for other, node_name in nominated.values():
         if other.uid == pod.uid or other.priority < pod.priority:
             continue
         info = view.get(node_name)
         if info is not None and other.uid not in info.pods:  # not already placed there
             view = view.with_pod_on(dataclasses.replace(other, node_name=node_name), node_name)
-    return view
+            placed.append(other.uid)
+    return view, frozenset(placed)
 
 
-__all__ = ["GangAwareObserver", "GangObserve", "Observer", "Outcome", "schedule_batch", "with_nominated"]
+__all__ = [
+    "GangAwareObserver",
+    "GangObserve",
+    "Observer",
+    "Outcome",
+    "nominated_view",
+    "schedule_batch",
+    "with_nominated",
+]

@@ -10,15 +10,17 @@ assumed, nothing bound.
 
 Before any attempt, coscheduling's PreFilter checks: the group exists and is valid, its members
 use one scheduler name, `minMember` of them exist, and the cluster's free resources can cover
-`minResources` (CheckClusterResource). Once `minMember` members are bound, the others are
-ordinary pods.
+`minResources` (CheckClusterResource); then the members still needed, up to `minMember`, are
+admitted by their ElasticQuota together (algorithm/admission.py); a group its quota refuses goes
+straight to preemption, where reclaim may free quota for it. Once `minMember` members are bound,
+the others are ordinary pods.
 
-Preemption: a group short of room evicts only when, on the snapshot after the evictions, every
-member it still needs then fits; the members that fit without it are nominated to their nodes
-meanwhile. A group may also be allowed to reserve (`GangState.may_reserve`: the runtime grants it
-to the group that has waited longest at the head of the line): its members that fit are
-nominated to their nodes, which pods of equal or lower priority then see as taken, so that a
-stream of small pods cannot starve it.
+Preemption: a group short of room (or of quota) evicts only when, on the snapshot after the
+evictions, every member it still needs then passes its quota and fits; the members that fit
+without it are nominated to their nodes meanwhile. A group may also be allowed to reserve
+(`GangState.may_reserve`: the runtime grants it to the group that has waited longest at the head
+of the line): its members that fit are nominated to their nodes, which pods of equal or lower
+priority then see as taken, so that a stream of small pods cannot starve it.
 """
 
 from __future__ import annotations
@@ -26,21 +28,24 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 from kubesched.algorithm import preemption
+from kubesched.algorithm.admission import QuotaError, quota_error, refusal
 from kubesched.algorithm.generic import Algorithm, FitError, ScheduleResult
 from kubesched.algorithm.preemption import Preemption, PreemptionOutcome
+from kubesched.algorithm.quota_reclaim import Reclaim
 from kubesched.model.disruption import DisruptionBudget
 from kubesched.model.nodeinfo import Snapshot
 from kubesched.model.objects import Pod
 from kubesched.model.podgroup import PodGroup, bound_members, group_key, pod_group_from_dict
+from kubesched.model.quota import in_one_unit
 from kubesched.model.resources import ZERO, Resource
 
 # One placement: the snapshot and the start index it leaves, or a FitError (or a bug) for the pod.
 Place = Callable[[Pod, Snapshot, int], tuple[Any, Snapshot, int]]
-# The snapshot a pod sees: with the pods nominated to nodes that it must leave room for.
-See = Callable[[Pod, Snapshot], Snapshot]
+# The snapshot a pod sees, with the pods nominated to nodes that it must leave room for, and their uids.
+See = Callable[[Pod, Snapshot], tuple[Snapshot, frozenset[str]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,29 +108,20 @@ def free_resources(snapshot: Snapshot) -> Resource:
     return free
 
 
-Units = tuple[tuple[str, int], ...]
-
-# (suffix, size) from the largest; cpu is counted in millicores, the others in units.
-_CPU_UNITS: Final[Units] = (("", 1000), ("m", 1))
-_BYTE_UNITS: Final[Units] = (("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10))
-
-
 def shortfall(needed: Resource, free: Resource) -> list[str]:
     """ "cpu 64 needed, 40 free" for each resource `free` cannot cover, both in one unit."""
     gaps: list[str] = []
-    pairs: list[tuple[str, int, int, Units]] = [
-        ("cpu", needed.milli_cpu, free.milli_cpu, _CPU_UNITS),
-        ("memory", needed.memory, free.memory, _BYTE_UNITS),
-        ("ephemeral-storage", needed.ephemeral_storage, free.ephemeral_storage, _BYTE_UNITS),
-        ("pods", needed.allowed_pods, free.allowed_pods, ()),
-        *((name, amount, free.scalar.get(name, 0), ()) for name, amount in sorted(needed.scalar.items())),
+    pairs: list[tuple[str, int, int]] = [
+        ("cpu", needed.milli_cpu, free.milli_cpu),
+        ("memory", needed.memory, free.memory),
+        ("ephemeral-storage", needed.ephemeral_storage, free.ephemeral_storage),
+        ("pods", needed.allowed_pods, free.allowed_pods),
+        *((name, amount, free.scalar.get(name, 0)) for name, amount in sorted(needed.scalar.items())),
     ]
-    for name, want, have, units in pairs:
+    for name, want, have in pairs:
         if want > have:
-            have = max(have, 0)
-            # The largest unit that writes both exactly: "cpu 100 needed, 14900m free" reads as 100m.
-            suffix, size = next(((u, n) for u, n in units if want % n == 0 and have % n == 0), ("", 1))
-            gaps.append(f"{name} {want // size}{suffix} needed, {have // size}{suffix} free")
+            written_want, written_have = in_one_unit(name, want, max(have, 0))
+            gaps.append(f"{name} {written_want} needed, {written_have} free")
     return gaps
 
 
@@ -169,8 +165,8 @@ def schedule_gang(
 ) -> tuple[list[Any], Snapshot, int]:
     """Decide the batch's members of one group (`pods`, all with the same group key) together.
 
-    `place` places one pod as the batch does (filters, scores, Reserve) without preempting; `see`
-    gives the snapshot a member preempts on (the other pods' nominations in place).
+    `place` places one pod as the batch does (quota, filters, scores, Reserve) without preempting;
+    `see` gives the snapshot a member preempts on (the other pods' nominations in place).
     Returns an outcome per pod, in order, the snapshot after them and the next start index;
     `nominated` is updated as the batch's nominations are.
     """
@@ -182,31 +178,45 @@ def schedule_gang(
         return [_waiting(pod, num_nodes, key, why, nominated) for pod in pods], snapshot, start
     assert state is not None and state.group is not None
     need = state.group.min_member
-    look: See = see or (lambda _pod, view: view)
+    # The members still needed are admitted by their quota together: a group never gets half in.
+    unit = pods[: max(need - len(bound), 0)]
+    quota, refused = "", ""
+    if unit and snapshot.quotas:
+        borrowing = profiles[pods[0].scheduler_name].quota_borrowing
+        quota, refused = refusal(snapshot.quotas, unit, (other for other, _ in nominated.values()), borrowing)
+    look: See = see or (lambda _pod, view: (view, frozenset()))
 
     before, before_start, before_nominated = snapshot, start, dict(nominated)
     outcomes: list[Any] = []
     placed: list[tuple[Pod, str]] = []
     failures: list[tuple[int, FitError]] = []
-    for i, pod in enumerate(pods):
-        outcome, snapshot, start = place(pod, snapshot, start)
-        outcomes.append(outcome)
-        if isinstance(outcome, ScheduleResult):
-            placed.append((pod, outcome.node_name))
-        elif isinstance(outcome, FitError):
-            failures.append((i, outcome))
-    if len(bound) + len(placed) >= need:
-        # Placed: the members that did not fit are ordinary pods now, and may preempt as such.
-        for i, error in failures:
-            outcomes[i] = _preempt_alone(error, profiles, look(error.pod, snapshot), rng, budgets, nominated)
-        return outcomes, snapshot, start
+    if quota:
+        # Nothing is placed; only reclaim can let the group in (PostFilter after PreFilter's refusal).
+        outcomes = [QuotaError(pod, num_nodes, quota, refused) for pod in pods]
+        failures = list(enumerate(outcomes))
+    else:
+        for i, pod in enumerate(pods):
+            outcome, snapshot, start = place(pod, snapshot, start)
+            outcomes.append(outcome)
+            if isinstance(outcome, ScheduleResult):
+                placed.append((pod, outcome.node_name))
+            elif isinstance(outcome, FitError):
+                failures.append((i, outcome))
+        if len(bound) + len(placed) >= need:
+            # Placed: the members that did not fit are ordinary pods now, and may preempt as such.
+            for i, error in failures:
+                outcomes[i] = _preempt_alone(error, profiles, snapshot, look, rng, budgets, nominated)
+            return outcomes, snapshot, start
 
     # Short: undo every placement, then see whether preemption would make the whole group fit.
     nominated.clear()
     nominated.update(before_nominated)
     have = len(bound) + len(placed)
-    first = failures[0][1] if failures else None
-    message = f"only {have} of {need} members can be placed"
+    first = failures[0][1] if failures and not quota else None
+    if quota:
+        message = f"ElasticQuota {quota} refuses its {len(unit)} members still needed: {refused}"
+    else:
+        message = f"only {have} of {need} members can be placed"
     plan = _gang_preemption(
         pods=pods,
         outcomes=outcomes,
@@ -223,7 +233,8 @@ def schedule_gang(
         plan = {pod.uid: Preemption(node, (), "reserved for its pod group") for pod, node in placed}
     results: list[Any] = []
     for pod, outcome in zip(pods, outcomes, strict=True):
-        cause = outcome if isinstance(outcome, FitError) else first
+        # A quota's refusal is the message itself; a member's own node failures are its cause.
+        cause = outcome if isinstance(outcome, FitError) and not quota else first
         error = GangFitError(pod, num_nodes, key, message, cause)
         step = plan.get(pod.uid) if plan is not None else None
         if step is not None:
@@ -242,6 +253,20 @@ def _waiting(
     return _unnominated(GangFitError(pod, num_nodes, key, why), nominated)
 
 
+def _attempt(error: FitError, algorithm: Algorithm, look: See, snapshot: Snapshot, **kwargs: Any) -> FitError:
+    """preemption.attempt for a member, on the snapshot `look` gives, with the policy's reclaim."""
+    view, held = look(error.pod, snapshot)
+    return preemption.attempt(
+        error,
+        view,
+        algorithm.predicates,
+        extenders=algorithm.extenders,
+        reclaim=algorithm.quota_reclaim,
+        nominated=held,
+        **kwargs,
+    )
+
+
 def _unnominated(error: GangFitError, nominated: MutableMapping[str, tuple[Pod, str]]) -> FitError:
     """`error`, asking the caller to drop the member's nomination when it holds one (a node held
     for an earlier plan of its group that no longer stands)."""
@@ -255,6 +280,7 @@ def _preempt_alone(
     error: FitError,
     profiles: Mapping[str, Algorithm],
     snapshot: Snapshot,
+    look: See,
     rng: random.Random,
     budgets: Sequence[DisruptionBudget],
     nominated: MutableMapping[str, tuple[Pod, str]],
@@ -263,9 +289,7 @@ def _preempt_alone(
     algorithm = profiles[pod.scheduler_name]
     try:
         nominee = nominated.get(pod.uid, (pod, pod.nominated_node_name))[1]
-        outcome = preemption.attempt(
-            error, snapshot, algorithm.predicates, budgets, rng, nominee, algorithm.extenders
-        )
+        outcome = _attempt(error, algorithm, look, snapshot, budgets=budgets, rng=rng, nominated_node=nominee)
     except Exception as bug:
         return bug
     if isinstance(outcome, PreemptionOutcome) and outcome.preemption.node_name:
@@ -300,11 +324,15 @@ def _gang_preemption(
     # still there could pick others (ties are broken at random) and evict them as well.
     standing = {p.uid: node for p in pods if (node := nominated.get(p.uid, (p, p.nominated_node_name))[1])}
     if any(
-        preemption._terminating_victims(error.pod, error, snapshot, standing[error.pod.uid])
+        _terminating(error, profiles, look, snapshot, standing[error.pod.uid])
         for _, error in failures
         if error.pod.uid in standing
     ):
         return {uid: Preemption(node, (), preemption.MSG_TERMINATING) for uid, node in standing.items()}
+    # The quota check each member passes, as place() makes it: the group's own nominations are on
+    # `work` as placements already.
+    key = group_key(pods[0])
+    others = [other for other, _ in nominated.values() if group_key(other) != key]
     work = snapshot
     evicted = False
     for _, error in failures:
@@ -313,13 +341,20 @@ def _gang_preemption(
         pod = error.pod
         algorithm = profiles[pod.scheduler_name]
         try:
-            view = look(pod, work)
-            retry = algorithm.schedule(pod, view, rng, 0)
+            failed: FitError | None = None
+            if work.quotas:
+                failed = quota_error(work.quotas, [pod], len(work.nodes), others, algorithm.quota_borrowing)
+            if failed is None:
+                view, _ = look(pod, work)
+                node = algorithm.schedule(pod, view, rng, 0).node_name
+                plan[pod.uid] = Preemption(node, (), "nominated while its pod group preempts")
         except FitError as again:
+            failed = again
+        except Exception:
+            return None
+        if failed is not None:
             try:
-                outcome = preemption.attempt(
-                    again, view, algorithm.predicates, budgets, rng, "", algorithm.extenders
-                )
+                outcome = _attempt(failed, algorithm, look, work, budgets=budgets, rng=rng)
             except Exception:
                 return None
             if not isinstance(outcome, PreemptionOutcome) or not outcome.preemption.node_name:
@@ -329,15 +364,20 @@ def _gang_preemption(
             plan[pod.uid] = found
             evicted = True
             node = found.node_name
-        except Exception:
-            return None
-        else:
-            node = retry.node_name
-            plan[pod.uid] = Preemption(node, (), "nominated while its pod group preempts")
         work = work.with_pod_on(pod, node)
     if len(plan) < missing or not evicted:
         return None
     return plan
+
+
+def _terminating(
+    error: FitError, profiles: Mapping[str, Algorithm], look: See, snapshot: Snapshot, node_name: str
+) -> bool:
+    """PodEligibleToPreemptOthers' terminating-victim check for a member, with its quota's rules."""
+    pod = error.pod
+    view, held = look(pod, snapshot)
+    reclaim = Reclaim.of(pod, view, profiles[pod.scheduler_name].quota_reclaim, held)
+    return preemption._terminating_victims(pod, error, view, node_name, reclaim)
 
 
 __all__ = [

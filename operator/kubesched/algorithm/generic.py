@@ -21,8 +21,10 @@ import numpy.typing as npt
 
 from kubesched.algorithm.extender_wire import ExtenderError
 from kubesched.algorithm.extenders import HTTPExtender, run_filters, run_prioritizers
+from kubesched.algorithm.quota_reclaim import UPSTREAM, ReclaimSettings
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
+from kubesched.model.quota import GUARANTEES
 from kubesched.model.table import NodeTable
 from kubesched.model.unsupported import refusal
 from kubesched.plugins.framework import SKIP, Predicate, Priority, Reject
@@ -147,6 +149,12 @@ class Algorithm:
     ignored_priority_names: tuple[str, ...] = ()
     # False: every filter and score per node (the reference the vectorised forms are tested against).
     vectorised: bool = True
+    # ElasticQuota borrowing (algorithm/admission.py): GUARANTEES (upstream's rule) or CLUSTER.
+    quota_borrowing: str = GUARANTEES
+    # What quota preemption does beyond upstream (algorithm/quota_reclaim.py).
+    quota_reclaim: ReclaimSettings = UPSTREAM
+    # Quotas borrowing wait in order of their dominant share, not first come (runtime/queue.py).
+    quota_fair_share: bool = False
 
     def describe(self) -> dict[str, Any]:
         """The configuration in the legacy Policy's field names, for logs and status."""
@@ -158,6 +166,15 @@ class Algorithm:
             "hardPodAffinitySymmetricWeight": self.hard_pod_affinity_symmetric_weight,
             "percentageOfNodesToScore": self.percentage_of_nodes_to_score,
         }
+        quotas: dict[str, Any] = {}
+        if self.quota_borrowing != GUARANTEES:
+            quotas["borrowing"] = self.quota_borrowing
+        if self.quota_reclaim.protect_min:
+            quotas["protectMin"] = True
+        if self.quota_fair_share:
+            quotas["fairShare"] = True
+        if quotas:
+            described["quotas"] = quotas
         if self.extenders:
             described["extenders"] = [e.name for e in self.extenders]
         return described

@@ -33,6 +33,11 @@ its PDB violations and its rank count the whole group, off-node members included
 caller deletes them all. Extenders see each node's own victims, and the other members are added
 to their answer. A gang preempting for its own members is algorithm/gang.py's.
 
+ElasticQuotas (`snapshot.quotas`): with quotas in force the victims are capacity scheduling's
+(algorithm/quota_reclaim.py): a pod within its quota's min reclaims from quotas over theirs, at
+any priority; a node is a candidate only if the pod then also passes its quota checks. A gang is
+reclaimed whole or not at all, as above. Without quotas nothing of it runs.
+
 The `message` of a Preemption is what kube-scheduler 1.26+ appends to the FailedScheduling
 message after "preemption: " (pkg/scheduler/framework/preemption/preemption.go); 1.20 appends
 nothing. When no pod in the cluster has a lower priority than the preemptor, there is nothing
@@ -42,17 +47,19 @@ preemption could say, and the message stays 1.20's.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from kubesched.algorithm.extender_wire import ExtenderError
 from kubesched.algorithm.extenders import HTTPExtender, Victims, run_preemption
 from kubesched.algorithm.generic import ExtenderFailure, FitError, node_failures, prefilter
+from kubesched.algorithm.quota_reclaim import ERR_REASON_QUOTA, UPSTREAM, Reclaim, ReclaimSettings
 from kubesched.model.disruption import DisruptionBudget
 from kubesched.model.nodeinfo import NodeInfo, Snapshot
 from kubesched.model.objects import Pod
 from kubesched.model.podgroup import group_key, pod_group_from_dict
+from kubesched.model.quota import QuotaState
 from kubesched.plugins import registry
 from kubesched.plugins.framework import SKIP, Predicate
 
@@ -92,9 +99,10 @@ class Gangs:
     evictable: frozenset[str] = frozenset()  # the groups the preemptor may evict, whole
 
     @classmethod
-    def of(cls, pod: Pod, snapshot: Snapshot) -> Gangs:
-        """The gangs of `snapshot`, and those `pod` may evict: every member of a lower priority,
-        and not `pod`'s own group (evicting it would break the group `pod` joins)."""
+    def of(cls, pod: Pod, snapshot: Snapshot, reclaim: Reclaim | None = None) -> Gangs:
+        """The gangs of `snapshot`, and those `pod` may evict: every member of a lower priority
+        (with quotas: every member a candidate of `reclaim`), and not `pod`'s own group (evicting
+        it would break the group `pod` joins)."""
         raw = snapshot.objects.pod_groups
         if not raw:
             return NO_GANGS
@@ -111,13 +119,12 @@ class Gangs:
                 if is_gang[key]:
                     members.setdefault(key, []).append(other)
         own = group_key(pod)
+        may = reclaim.candidate if reclaim is not None else (lambda member: member.priority < pod.priority)
         return cls(
             {key: tuple(pods) for key, pods in members.items()},
             {member.uid: key for key, pods in members.items() for member in pods},
             frozenset(
-                key
-                for key, pods in members.items()
-                if key != own and all(member.priority < pod.priority for member in pods)
+                key for key, pods in members.items() if key != own and all(may(member) for member in pods)
             ),
         )
 
@@ -166,12 +173,25 @@ def attempt(
     rng: random.Random | None = None,
     nominated_node: str = "",
     extenders: Sequence[HTTPExtender] = (),
+    *,
+    reclaim: ReclaimSettings = UPSTREAM,
+    nominated: Collection[str] = (),
 ) -> FitError:
     """The PostFilter step after a failed cycle: `error` itself when preemption does not apply
     (an extender failed, the pod is malformed, there are no nodes), else a PreemptionOutcome."""
     if isinstance(error, ExtenderFailure) or error.pod_error is not None or not snapshot.nodes:
         return error
-    found = preempt(error, snapshot, predicates, budgets, rng, nominated_node, extenders)
+    found = preempt(
+        error,
+        snapshot,
+        predicates,
+        budgets,
+        rng,
+        nominated_node,
+        extenders,
+        reclaim=reclaim,
+        nominated=nominated,
+    )
     return PreemptionOutcome(error, found)
 
 
@@ -183,18 +203,25 @@ def preempt(
     rng: random.Random | None = None,
     nominated_node: str = "",
     extenders: Sequence[HTTPExtender] = (),
+    *,
+    reclaim: ReclaimSettings = UPSTREAM,
+    nominated: Collection[str] = (),
 ) -> Preemption:
     """DefaultPreemption.preempt: choose a node and the victims to evict there for `error.pod`.
 
     `nominated_node` is the node the pod was nominated to by an earlier preemption, if any;
-    `extenders` may narrow the candidates (their preemptVerb).
+    `extenders` may narrow the candidates (their preemptVerb). With ElasticQuotas in force
+    (`snapshot.quotas`), the victims follow capacity scheduling's rules (algorithm/quota_reclaim.py)
+    and `reclaim`'s settings; `nominated`: the uids of the pods `snapshot` holds only as nominated.
     """
     pod = error.pod
     if pod.preemption_policy == PREEMPT_NEVER:
         return Preemption(message=MSG_PREEMPT_NEVER)
-    if nominated_node and _terminating_victims(pod, error, snapshot, nominated_node):
+    quotas = Reclaim.of(pod, snapshot, reclaim, nominated)
+    if nominated_node and _terminating_victims(pod, error, snapshot, nominated_node, quotas):
         return Preemption(message=MSG_TERMINATING)
-    if not any(p.priority < pod.priority for n in snapshot.nodes for p in n.pods.values()):
+    reclaims = quotas is not None and quotas.within_min  # victims of any priority
+    if not reclaims and not any(p.priority < pod.priority for n in snapshot.nodes for p in n.pods.values()):
         # Nobody to evict anywhere (a cluster of one priority): the common case, made cheap.
         return Preemption(clear_nomination=True)
     prefiltered, reject = prefilter(pod, snapshot, predicates)
@@ -208,10 +235,10 @@ def preempt(
     }
     if not potential or reject is not None:
         return Preemption(message=_no_room(pod, snapshot, reasons), clear_nomination=True)
-    gangs = Gangs.of(pod, snapshot)
+    gangs = Gangs.of(pod, snapshot, quotas)
     states = [state for _, state in prefiltered]
     candidates, failed = dry_run(
-        pod, snapshot, potential, predicates, states, budgets, rng or random.Random(), gangs
+        pod, snapshot, potential, predicates, states, budgets, rng or random.Random(), gangs, quotas
     )
     if not candidates:
         reasons.update(failed)
@@ -258,13 +285,16 @@ def dry_run(
     budgets: Sequence[DisruptionBudget],
     rng: random.Random,
     gangs: Gangs | None = None,
+    reclaim: Reclaim | None = None,
 ) -> tuple[list[Candidate], dict[str, tuple[str, ...]]]:
     """dryRunPreemption: candidates not violating PDBs first; and why each other node failed.
 
     Nodes are tried from a random offset; the search stops once a non-violating candidate is
-    among `num_candidates` found. `gangs`: `Gangs.of(pod, snapshot)`, computed when not given.
+    among `num_candidates` found. `reclaim`: `Reclaim.of(pod, snapshot)`, and `gangs`:
+    `Gangs.of(pod, snapshot, reclaim)`, computed when not given.
     """
-    gangs = gangs if gangs is not None else Gangs.of(pod, snapshot)
+    reclaim = reclaim or Reclaim.of(pod, snapshot)
+    gangs = gangs if gangs is not None else Gangs.of(pod, snapshot, reclaim)
     wanted = num_candidates(len(potential))
     offset = rng.randrange(len(potential))
     clean: list[Candidate] = []
@@ -272,7 +302,7 @@ def dry_run(
     failed: dict[str, tuple[str, ...]] = {}
     for i in range(len(potential)):
         info = potential[(offset + i) % len(potential)]
-        found = select_victims_on_node(pod, info, snapshot, predicates, states, budgets, gangs)
+        found = select_victims_on_node(pod, info, snapshot, predicates, states, budgets, gangs, reclaim)
         if isinstance(found, Candidate):
             group = clean if found.num_pdb_violations == 0 else violating
             if len(group) < wanted:
@@ -292,6 +322,7 @@ def select_victims_on_node(
     states: Sequence[Any],
     budgets: Sequence[DisruptionBudget] = (),
     gangs: Gangs | None = None,
+    reclaim: Reclaim | None = None,
 ) -> Candidate | tuple[str, ...]:
     """selectVictimsOnNode: the fewest lower-priority pods to evict from `info` so that `pod`
     fits, or why no eviction makes it fit.
@@ -299,15 +330,25 @@ def select_victims_on_node(
     Removes every lower-priority pod; if the pod fits then, adds them back one by one (PDB
     violators first, each group from the most important pod down) while it still fits. A gang's
     members on the node are one victim: removed and added back together, and evicted with the
-    group's members elsewhere (`gangs`: `Gangs.of(pod, snapshot)`, computed when not given).
+    group's members elsewhere (`gangs`: `Gangs.of(pod, snapshot, reclaim)`, computed when not
+    given). With quotas (`reclaim`: `Reclaim.of(pod, snapshot)`, computed when not given) the
+    candidates are capacity scheduling's, and the pod must also pass its quota checks: after
+    every candidate is removed, and with each one added back.
     """
-    units = _victim_units(pod, info, gangs if gangs is not None else Gangs.of(pod, snapshot))
+    reclaim = reclaim or Reclaim.of(pod, snapshot)
+    gangs = gangs if gangs is not None else Gangs.of(pod, snapshot, reclaim)
+    units = _victim_units(pod, info, gangs, reclaim)
     if not units:
         return (ERR_REASON_NO_VICTIMS,)
     node = _without(info, [p for here, _ in units for p in here])
     reasons = pod_fits(pod, node, snapshot, predicates, states)
     if reasons:
         return tuple(reasons)
+    quotas = snapshot.quotas
+    if reclaim is not None:
+        quotas = _without_all(reclaim.quotas, [p for _, whole in units for p in whole])
+        if not reclaim.admits(quotas, with_nominated=False):
+            return (ERR_REASON_QUOTA,)
     # Budgets are charged for every pod a unit would evict, off-node members included.
     violating = {p.uid for p in split_by_budget([p for _, whole in units for p in whole], budgets)[0]}
     first = [unit for unit in units if any(p.uid in violating for p in unit[1])]
@@ -319,8 +360,16 @@ def select_victims_on_node(
             reprieved = reprieved.with_pod(victim)
         if pod_fits(pod, reprieved, snapshot, predicates, states):
             victims.extend(whole)
-        else:
-            node = reprieved
+            continue
+        if reclaim is not None:
+            back = quotas
+            for p in whole:
+                back = back.with_pod(p)
+            if not reclaim.admits(back, with_nominated=True):  # upstream's reprievePod: a victim after all
+                victims.extend(whole)
+                continue
+            quotas = back
+        node = reprieved
     if not victims:  # it fits untouched: the failure came from elsewhere (1.22+ calls this an error)
         return (ERR_REASON_NO_VICTIMS,)
     counted = frozenset(v.uid for v in victims if v.uid in violating)
@@ -430,13 +479,17 @@ def _is_gang(raw: Mapping[str, Any] | None) -> bool:
 _Unit = tuple[tuple[Pod, ...], tuple[Pod, ...]]
 
 
-def _victim_units(pod: Pod, info: NodeInfo, gangs: Gangs) -> list[_Unit]:
+def _victim_units(pod: Pod, info: NodeInfo, gangs: Gangs, reclaim: Reclaim | None = None) -> list[_Unit]:
     """The pods `pod` may evict from `info` as units, most important first: a plain pod alone, a
-    gang's members on the node together (ranked by its most important member, wherever it runs)."""
+    gang's members on the node together (ranked by its most important member, wherever it runs).
+
+    With quotas (`reclaim`) the candidates are its own; as upstream, those of other quotas are
+    taken least important first, each while its quota still gives pods (`Reclaim.reclaimable`).
+    """
     units: list[_Unit] = []
     here: dict[str, list[Pod]] = {}
     for other in info.pods.values():
-        if other.priority >= pod.priority:
+        if other.priority >= pod.priority if reclaim is None else not reclaim.candidate(other):
             continue
         key = gangs.group_of.get(other.uid)
         if key is None:
@@ -445,7 +498,22 @@ def _victim_units(pod: Pod, info: NodeInfo, gangs: Gangs) -> list[_Unit]:
             here.setdefault(key, []).append(other)
         # Else a member of a gang that may not go whole: it stays, as a higher-priority pod does.
     units.extend((tuple(pods), gangs.members[key]) for key, pods in here.items())
-    return sorted(units, key=lambda unit: min(importance(p) for p in unit[1]))
+    units.sort(key=lambda unit: min(importance(p) for p in unit[1]))
+    if reclaim is None or not reclaim.within_min:
+        return units
+    quotas = reclaim.quotas
+    kept: list[_Unit] = []
+    for unit in reversed(units):
+        if reclaim.reclaimable(unit[1], quotas):
+            kept.append(unit)
+            quotas = _without_all(quotas, unit[1])
+    return kept[::-1]
+
+
+def _without_all(quotas: QuotaState, pods: Iterable[Pod]) -> QuotaState:
+    for pod in pods:
+        quotas = quotas.without_pod(pod)
+    return quotas
 
 
 def _node_victims(candidate: Candidate, snapshot: Snapshot) -> Victims:
@@ -508,13 +576,21 @@ def _without(info: NodeInfo, pods: Sequence[Pod]) -> NodeInfo:
     return rebuilt
 
 
-def _terminating_victims(pod: Pod, error: FitError, snapshot: Snapshot, node_name: str) -> bool:
-    """A lower-priority pod is still terminating on the nominated node, unless that node can no
-    longer take the pod at all (then it may preempt elsewhere)."""
+def _terminating_victims(
+    pod: Pod, error: FitError, snapshot: Snapshot, node_name: str, reclaim: Reclaim | None = None
+) -> bool:
+    """A pod `pod` could have evicted (lower-priority, or as quotas allow: `reclaim`, computed
+    when not given) is still terminating on the nominated node, unless that node can no longer
+    take the pod at all (then it may preempt elsewhere)."""
     if is_unresolvable(error.node_reasons.get(node_name, ())):
         return False
     info = snapshot.get(node_name)
-    return info is not None and any(p.deleting and p.priority < pod.priority for p in info.pods.values())
+    if info is None:
+        return False
+    reclaim = reclaim or Reclaim.of(pod, snapshot)
+    if reclaim is not None:
+        return reclaim.terminating(info.pods.values())
+    return any(p.deleting and p.priority < pod.priority for p in info.pods.values())
 
 
 def _no_room(pod: Pod, snapshot: Snapshot, reasons: Mapping[str, tuple[str, ...]]) -> str:

@@ -41,7 +41,8 @@ from kubesched.kube.election import ElectionThread
 from kubesched.kube.events import Recorder
 from kubesched.kube.eviction import Evictor
 from kubesched.kube.extender_transport import HTTPTransport
-from kubesched.kube.podgroup_status import PodGroupStatusWriter
+from kubesched.kube.status_writer import StatusWriter, pod_group_status_writer
+from kubesched.model.kinds import ELASTIC_QUOTAS
 from kubesched.policy.compile import compile_policy, default_algorithm, parse_policy_text
 from kubesched.policy.controller import PolicyController, PolicyStatusWriter
 from kubesched.policy.files import read_policy_text
@@ -144,9 +145,12 @@ async def _start(
     recorder = Recorder(api, scheduling_settings.scheduler_name, limiter)
     stack.push_async_callback(recorder.close)
     metrics.EVENT_HANDOFF.track(lambda: {recorder.component: recorder.handoff_seconds})
-    group_statuses = PodGroupStatusWriter(api)
+    group_statuses = pod_group_status_writer(api)
     await _background(stack, group_statuses.run(), "podgroup-status-writer")
     stack.push_async_callback(group_statuses.close)  # before its task is cancelled: a last round
+    quota_statuses = StatusWriter(api, ELASTIC_QUOTAS)
+    await _background(stack, quota_statuses.run(), "elasticquota-status-writer")
+    stack.push_async_callback(quota_statuses.close)
     election = settings.election.config(scheduling_settings.scheduler_name)
     elector = ElectionThread(conf, election, published) if election else None
     may_act = elector.is_leader if elector else None
@@ -162,6 +166,7 @@ async def _start(
         evictor=evictor,
         queue=SchedulingQueue(scheduling_settings.queue()),
         status_writer=group_statuses,
+        quota_writer=quota_statuses,
     )
     endpoints.cache_view = scheduler.cache.describe
     scheduler.pod_gone = recorder.forget

@@ -54,6 +54,10 @@ class ObjectReference:
     field_path: str = ""
     resource_version: str = ""  # written into the Event, not part of any key (as in client-go)
 
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
 
 @dataclass(frozen=True, slots=True)
 class Event:

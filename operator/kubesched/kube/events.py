@@ -94,7 +94,7 @@ def scheduled_message(pod: Pod, node: str) -> str:
 
 class _Item(NamedTuple):
     kind: str  # _EVENT, _CONDITION or _FORGET
-    pod: Pod
+    pod: Pod | ObjectReference  # what the event is about: a pod, or another object (events only)
     type: str  # the event's type ("" for a condition)
     reason: str
     message: str
@@ -172,6 +172,10 @@ class Recorder:
 
     def event(self, pod: Pod, type_: str, reason: str, message: str) -> None:
         self._put(_Item(_EVENT, pod, type_, reason, message, time.time()))
+
+    def event_on(self, involved: ObjectReference, type_: str, reason: str, message: str) -> None:
+        """An event about an object other than a pod (an ElasticQuota), from the scheduler's own name."""
+        self._put(_Item(_EVENT, involved, type_, reason, message, time.time()))
 
     def unschedulable(self, pod: Pod, message: str) -> None:
         """FailedScheduling event plus PodScheduled=False, reason Unschedulable."""
@@ -346,8 +350,13 @@ class Recorder:
 
     async def _record(self, item: _Item, send: Send, limiter: TokenBucket) -> None:
         pod = item.pod
-        component = pod.scheduler_name or self._component  # the profile, as kube-scheduler reports it
-        involved = ObjectReference("Pod", pod.namespace, pod.name, pod.uid, "v1", "", pod.resource_version)
+        if isinstance(pod, Pod):
+            component = pod.scheduler_name or self._component  # the profile, as kube-scheduler reports it
+            involved = ObjectReference(
+                "Pod", pod.namespace, pod.name, pod.uid, "v1", "", pod.resource_version
+            )
+        else:
+            component, involved = self._component, pod
         message = item.message[:MESSAGE_LIMIT]
         event = Event(involved, item.type, item.reason, message, component, "", component, component, item.at)
         correlation = self._correlator.correlate(event)
@@ -399,6 +408,7 @@ class Recorder:
         # From here on a new patch for this pod is queued again, even an identical one.
         self._conditions_queued.pop(key, None)
         pod = item.pod
+        assert isinstance(pod, Pod)  # conditions are the pods' alone
         body = condition_patch("PodScheduled", "False", item.reason, item.message, at=now_rfc3339())
         path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/status"
         status, reply = await self._send(send, limiter, "PATCH", path, body, STRATEGIC_MERGE_PATCH)

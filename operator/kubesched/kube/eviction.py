@@ -26,6 +26,7 @@ from kubesched.kube.client import MERGE_PATCH, STRATEGIC_MERGE_PATCH, Api, Token
 from kubesched.kube.events import NORMAL, Recorder, now_rfc3339
 from kubesched.kube.pod_conditions import condition_patch
 from kubesched.model.objects import Pod
+from kubesched.telemetry import metrics
 
 log = structlog.get_logger(__name__)
 
@@ -34,8 +35,9 @@ DISRUPTION_TARGET = "DisruptionTarget"
 PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 
 
-def preempted_message(preemptor: Pod, node_name: str) -> str:
-    return f"Preempted by {preemptor.namespace}/{preemptor.name} on node {node_name}"
+def preempted_message(preemptor: Pod, node_name: str, why: str = "") -> str:
+    message = f"Preempted by {preemptor.namespace}/{preemptor.name} on node {node_name}"
+    return f"{message}: {why}" if why else message
 
 
 def disruption_message(preemptor: Pod) -> str:
@@ -60,9 +62,10 @@ class Evictor:
         self._tasks: set[asyncio.Task[None]] = set()
         self._evictions: set[asyncio.Task[None]] = set()
 
-    def evict(self, victim: Pod, preemptor: Pod, node_name: str) -> None:
-        """Delete `victim` (that very pod: its uid is a precondition) and record why on it."""
-        task = self._spawn(self._evict(victim, preemptor, node_name))
+    def evict(self, victim: Pod, preemptor: Pod, node_name: str, rule: str = "", why: str = "") -> None:
+        """Delete `victim` (that very pod: its uid is a precondition) and record why on it: with
+        ElasticQuotas, the `rule` it was chosen by (algorithm/quota_reclaim.py) and `why` in words."""
+        task = self._spawn(self._evict(victim, preemptor, node_name, rule, why))
         if task is not None:
             self._evictions.add(task)
             task.add_done_callback(self._evictions.discard)
@@ -92,7 +95,7 @@ class Evictor:
         task.add_done_callback(self._tasks.discard)
         return task
 
-    async def _evict(self, victim: Pod, preemptor: Pod, node_name: str) -> None:
+    async def _evict(self, victim: Pod, preemptor: Pod, node_name: str, rule: str, why: str) -> None:
         if not await self._mark_disruption_target(victim, preemptor):
             return
         if not self._acting():  # the term ended while the mark was written: the next leader decides
@@ -106,10 +109,12 @@ class Evictor:
         )
         if status is None or status >= 300:
             return
-        log.info("pod_preempted", pod=victim.key, preemptor=preemptor.key, node=node_name)
+        log.info("pod_preempted", pod=victim.key, preemptor=preemptor.key, node=node_name, rule=rule or None)
+        if rule:
+            metrics.QUOTA_RECLAIM_EVICTIONS.labels(rule).inc()
         # Reported by the preemptor's profile, whatever scheduler placed the victim.
         reporter = replace(victim, scheduler_name=preemptor.scheduler_name)
-        self._recorder.event(reporter, NORMAL, PREEMPTED, preempted_message(preemptor, node_name))
+        self._recorder.event(reporter, NORMAL, PREEMPTED, preempted_message(preemptor, node_name, why))
 
     async def _mark_disruption_target(self, victim: Pod, preemptor: Pod) -> bool:
         """Whether the victim is to be deleted now: marked, or else (gone, failed) not.

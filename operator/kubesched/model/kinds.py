@@ -101,6 +101,8 @@ WATCHED_OBJECTS: Final[tuple[WatchedKind, ...]] = (
     WatchedKind("Namespace", "", "v1", "namespaces", False, "namespaces"),
     # Gangs (model/podgroup.py): scheduler-plugins' coscheduling API, from its CRD or kubesched's.
     WatchedKind("PodGroup", "scheduling.x-k8s.io", "v1alpha1", "podgroups", True, "pod_groups"),
+    # Capacity scheduling (model/quota.py): scheduler-plugins' ElasticQuota, from its CRD or kubesched's.
+    WatchedKind("ElasticQuota", "scheduling.x-k8s.io", "v1alpha1", "elasticquotas", True, "elastic_quotas"),
     # For preemption. Kubernetes 1.20 serves only v1beta1, 1.25+ only v1, 1.21-1.24 both: only
     # the first version the server serves is watched (app/discovery.py, app/startup.py).
     WatchedKind(BUDGET_KIND, "policy", "v1", "poddisruptionbudgets", True),
@@ -108,6 +110,7 @@ WATCHED_OBJECTS: Final[tuple[WatchedKind, ...]] = (
 )
 
 POD_GROUPS: Final = next(watched for watched in WATCHED_OBJECTS if watched.kind == "PodGroup")
+ELASTIC_QUOTAS: Final = next(watched for watched in WATCHED_OBJECTS if watched.kind == "ElasticQuota")
 
 # The kinds of WATCHED_OBJECTS (a kind served in two versions is one kind).
 OBJECT_KIND_NAMES: Final = frozenset(watched.kind for watched in WATCHED_OBJECTS)

@@ -13,6 +13,8 @@ from typing import Any, TypeVar
 
 from kubesched.model.affinity import PodAffinity, has_pod_affinity, parse_pod_affinity
 from kubesched.model.objects import HostPort, Node, Pod
+from kubesched.model.quota import EMPTY as EMPTY_QUOTAS
+from kubesched.model.quota import QuotaState, elastic_quota_from_dict
 from kubesched.model.resources import ZERO, Resource
 from kubesched.model.table import NodeColumns, NodeTable, NodeUsage
 
@@ -100,6 +102,7 @@ class ClusterObjects:
     csi_storage_capacities: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     namespaces: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # for namespaceSelector
     pod_groups: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # gangs (model/podgroup.py)
+    elastic_quotas: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # model/quota.py
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,10 +123,18 @@ class Snapshot:
     # The vectorised view (model/table.py), built on first use; `False`: not representable.
     columns: NodeColumns | bool | None = field(default=None, compare=False, repr=False)
     usage: NodeUsage | bool | None = field(default=None, compare=False, repr=False)
+    # The ElasticQuotas in force and what their pods use (model/quota.py); empty without quotas.
+    quotas: QuotaState = EMPTY_QUOTAS
 
     @classmethod
     def of(cls, nodes: Sequence[NodeInfo], objects: ClusterObjects | None = None) -> Snapshot:
-        return cls(tuple(nodes), objects or ClusterObjects(), {n.name: i for i, n in enumerate(nodes)})
+        """The snapshot of these nodes and objects, the quotas' use counted from the nodes' pods."""
+        objects = objects or ClusterObjects()
+        quotas = EMPTY_QUOTAS
+        if objects.elastic_quotas:
+            parsed = (elastic_quota_from_dict(raw) for raw in objects.elastic_quotas.values())
+            quotas = QuotaState.build(parsed, (pod for n in nodes for pod in n.pods.values()))
+        return cls(tuple(nodes), objects, {n.name: i for i, n in enumerate(nodes)}, quotas=quotas)
 
     def table(self) -> NodeTable | None:
         """The nodes as columns, or None when some amount is too large for them."""
@@ -149,18 +160,26 @@ class Snapshot:
             usage = self.usage.with_pod(i, pod, affinity) or False
         nodes[i] = nodes[i].with_pod(pod, affinity)
         pod_memo = _with_node_changed(self.pod_memo, i, nodes[i]) if affinity else self.pod_memo
-        return Snapshot(tuple(nodes), self.objects, self.index, self.node_memo, pod_memo, self.columns, usage)
+        quotas = self.quotas.with_pod(pod) if pod.uid not in self.nodes[i].pods else self.quotas
+        return Snapshot(
+            tuple(nodes), self.objects, self.index, self.node_memo, pod_memo, self.columns, usage, quotas
+        )
 
     def without_pods(self, pods: Sequence[Pod]) -> Snapshot:
         """The snapshot after removing `pods` from their nodes (preemption's victims, simulated)."""
         nodes = list(self.nodes)
+        quotas = self.quotas
         for pod in pods:
             i = self.index.get(pod.node_name)
             if i is None or pod.uid not in nodes[i].pods:  # placed earlier in the batch: no nodeName yet
                 i = next((j for j, info in enumerate(nodes) if pod.uid in info.pods), None)
             if i is not None:
+                placed = nodes[i].pods[pod.uid]
+                quotas = quotas.without_pod(placed)
                 nodes[i] = nodes[i].without_pod(pod.uid)
-        return Snapshot(tuple(nodes), self.objects, self.index, self.node_memo, {}, self.columns)
+        return Snapshot(
+            tuple(nodes), self.objects, self.index, self.node_memo, {}, self.columns, None, quotas
+        )
 
     def parsed(self, pod: Pod, parse: Callable[[Pod], T]) -> T:
         """parse(pod), made once for the batch: several plugins, and the placement, read the same

@@ -3,7 +3,8 @@
 The field names are those of kube-scheduler's Policy file (`predicates`, `priorities`,
 `weight`, `argument`, `hardPodAffinitySymmetricWeight`, `alwaysCheckAllPredicates`,
 `extenders`), plus `percentageOfNodesToScore` from its component config and
-`nodeResourcesScoring`, 1.32's NodeResourcesFit scoring strategy with weighted resources. Either the whole
+`nodeResourcesScoring`, 1.32's NodeResourcesFit scoring strategy with weighted resources, and
+`quotas.borrowing` (ElasticQuota borrowing: Guarantees, the default, or Cluster). Either the whole
 document (`kind: Policy`, `apiVersion: v1`) or just its body is accepted. Pure: files are read
 by policy/files.py, extenders are called through the transport the caller passes.
 
@@ -43,6 +44,8 @@ import yaml
 
 from kubesched.algorithm.extenders import TransportFactory, ignored_resources
 from kubesched.algorithm.generic import Algorithm, WeightedPriority
+from kubesched.algorithm.quota_reclaim import ReclaimSettings
+from kubesched.model.quota import BORROWING, GUARANTEES
 from kubesched.model.shape import FieldError, array, boolean, is_int, known_fields, mapping, string
 from kubesched.plugins import registry
 from kubesched.plugins.framework import PluginSettings, Predicate, Priority
@@ -59,6 +62,7 @@ DEFAULT_HARD_POD_AFFINITY_SYMMETRIC_WEIGHT: Final = 1
 NODE_RESOURCES_SCORING: Final = "nodeResourcesScoring"
 # PodTopologySpreadArgs.defaultConstraints with List defaulting: they replace the system defaults.
 DEFAULT_CONSTRAINTS: Final = "podTopologySpreadDefaultConstraints"
+QUOTAS: Final = "quotas"
 
 _POLICY_FIELDS: Final = (
     "kind",
@@ -71,6 +75,7 @@ _POLICY_FIELDS: Final = (
     "percentageOfNodesToScore",
     NODE_RESOURCES_SCORING,
     DEFAULT_CONSTRAINTS,
+    QUOTAS,
 )
 _PREDICATE_FIELDS: Final = ("name", "argument")
 _PRIORITY_FIELDS: Final = ("name", "weight", "argument")
@@ -366,6 +371,25 @@ def _bounded_int(spec: Mapping[str, Any], field: str, low: int, high: int) -> in
     return int(value)
 
 
+def _quotas(raw: Any) -> tuple[str, ReclaimSettings, bool]:
+    """`quotas`: where an ElasticQuota past its min may borrow (algorithm/admission.py), what
+    reclaim protects (algorithm/quota_reclaim.py), and whether borrowers wait in order of their
+    share (`fairShare`, runtime/queue.py)."""
+    quotas = known_fields(
+        mapping(raw, QUOTAS, null_ok=True), ("borrowing", "protectMin", "fairShare"), QUOTAS
+    )
+    borrowing = quotas.get("borrowing")
+    if borrowing is None:
+        borrowing = GUARANTEES
+    elif borrowing not in BORROWING:
+        raise PolicyError(f"{QUOTAS}.borrowing", f"must be one of {', '.join(BORROWING)}, got {borrowing!r}")
+    protect = quotas.get("protectMin")
+    protect_min = False if protect is None else boolean(protect, f"{QUOTAS}.protectMin")
+    fair = quotas.get("fairShare")
+    fair_share = False if fair is None else boolean(fair, f"{QUOTAS}.fairShare")
+    return str(borrowing), ReclaimSettings(protect_min=protect_min), fair_share
+
+
 def _default_constraints(raw: Any) -> tuple[Mapping[str, Any], ...]:
     """The policy's podTopologySpreadDefaultConstraints, validated; raises PolicyError."""
     try:
@@ -405,6 +429,7 @@ def compile_policy(
     # 0 (or absent) means "not set" in 1.20, which then uses the default of 1.
     hard_weight = _bounded_int(spec, "hardPodAffinitySymmetricWeight", 0, 100)
     percentage = _bounded_int(spec, "percentageOfNodesToScore", 0, 100)
+    borrowing, reclaim, fair_share = _quotas(spec.get(QUOTAS))
     settings = PluginSettings(
         hard_pod_affinity_symmetric_weight=hard_weight or DEFAULT_HARD_POD_AFFINITY_SYMMETRIC_WEIGHT,
         default_pod_topology_spread=default_pod_topology_spread,
@@ -430,6 +455,9 @@ def compile_policy(
         priority_names=priority_names,
         extenders=extenders,
         ignored_priority_names=ignored,
+        quota_borrowing=borrowing,
+        quota_reclaim=reclaim,
+        quota_fair_share=fair_share,
     )
 
 

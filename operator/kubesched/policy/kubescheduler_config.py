@@ -96,7 +96,10 @@ _NO_EQUIVALENT: Final[Mapping[str, str]] = {
     "Coscheduling": (
         "PodGroups are built into kubesched: every profile places a group's members all or nothing"
     ),
-    "CapacityScheduling": "ElasticQuota is not supported yet: kubesched reads no quotas",
+    "CapacityScheduling": (
+        "ElasticQuotas are built into kubesched: every profile admits and reclaims by them "
+        "(SchedulerPolicy quotas)"
+    ),
 }
 # How long a PodGroup without scheduleTimeoutSeconds waits before it may hold nodes
 # (runtime/gangs.py DEFAULT_RESERVE_AFTER, which this layer may not import).

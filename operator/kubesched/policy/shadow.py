@@ -12,6 +12,10 @@ must not change because someone is watching), and the two decisions are compared
 - different node: both found a node, and the shadow ranks the active choice below its best;
 - unschedulable in the shadow only, in the active policy only, or in both (both counts as agreeing).
 
+ElasticQuotas hold for shadows too: a pod its quota refuses (algorithm/admission.py) is refused by
+each shadow with the same borrowing rule, and judged by a shadow with another rule on the same
+snapshot, as the scheduler would have judged it.
+
 The members of a PodGroup, decided together by the active policy (all or nothing), are decided
 together by each shadow too: it runs `schedule_batch` on the members, on the snapshot and with the
 nominations the group saw, and the group is sampled as a whole (by its `namespace/name`). When
@@ -43,6 +47,7 @@ from typing import Any, Final
 
 import structlog
 
+from kubesched.algorithm.admission import QuotaError, quota_error
 from kubesched.algorithm.batch import GangAwareObserver, Outcome, schedule_batch, with_nominated
 from kubesched.algorithm.gang import GangFitError, GangState
 from kubesched.algorithm.generic import Algorithm, FitError, ScheduleResult, priority_scores
@@ -308,7 +313,10 @@ class ShadowRunner:
     ) -> None:
         began = self._timer()
         try:
-            shadow: ScheduleResult | FitError = target.algorithm.schedule(pod, snapshot, self._rng, start)
+            refused = _admitted(target.algorithm, algorithm, pod, snapshot, outcome)
+            shadow: ScheduleResult | FitError = refused or target.algorithm.schedule(
+                pod, snapshot, self._rng, start
+            )
         except FitError as exc:
             shadow = exc
         verdict = compare(outcome, shadow)
@@ -401,6 +409,21 @@ class ShadowRunner:
         for verdict in verdicts:
             metrics.SHADOW_EVALUATIONS.labels(target.policy, verdict.value).inc()
             metrics.SHADOW_EVALUATION_DURATION.labels(target.policy).observe(seconds)
+
+
+def _admitted(
+    shadow: Algorithm, active: Algorithm, pod: Pod, snapshot: Snapshot, outcome: ScheduleResult | FitError
+) -> QuotaError | None:
+    """The shadow's ElasticQuota refusal of `pod`, or None: with the active policy's borrowing rule,
+    the active verdict (the same admission, snapshot and nominations); with another, its own on
+    `snapshot`, which holds the nominated pods of `pod`'s priority or higher as placed (those of a
+    lower priority, which admission counts in other quotas within their min, are left out)."""
+    if shadow.quota_borrowing == active.quota_borrowing:
+        refused = outcome.error if isinstance(outcome, PreemptionOutcome) else outcome  # reclaim tried
+        return refused if isinstance(refused, QuotaError) else None
+    if not snapshot.quotas:
+        return None
+    return quota_error(snapshot.quotas, [pod], len(snapshot.nodes), (), shadow.quota_borrowing)
 
 
 def _held_by_group(outcome: Outcome) -> bool:

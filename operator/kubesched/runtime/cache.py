@@ -15,6 +15,18 @@ from kubesched.model.disruption import DisruptionBudget, budget_from_dict
 from kubesched.model.kinds import OBJECT_FIELDS
 from kubesched.model.nodeinfo import ClusterObjects, NodeInfo, Snapshot
 from kubesched.model.objects import Node, Pod
+from kubesched.model.quota import EMPTY as EMPTY_QUOTAS
+from kubesched.model.quota import (
+    FINISHED,
+    Amounts,
+    ElasticQuota,
+    QuotaState,
+    add,
+    effective,
+    elastic_quota_from_dict,
+    request,
+)
+from kubesched.model.quota import KIND as QUOTA_KIND
 from kubesched.model.table import NodeColumns, NodeUsage
 
 
@@ -34,6 +46,12 @@ class SchedulerCache:
         self._usage: NodeUsage | None = None
         self._budgets: dict[str, DisruptionBudget] = {}  # PodDisruptionBudgets by ns/name, for preemption
         self._frozen_budgets: tuple[DisruptionBudget, ...] | None = None
+        # What the placed pods of each namespace request (model/quota.py), kept pod by pod: building
+        # it per batch (QuotaState.build) took 240 ms at 5,000 nodes and 30,000 pods in 5 quotas
+        # here; kept so, a snapshot's QuotaState costs 0.03 ms, a pod event ~3 us more.
+        # Each namespace's amounts are replaced, never changed in place: snapshots share them.
+        self._used: dict[str, Amounts] = {}
+        self._quotas: Mapping[str, ElasticQuota] | None = None  # in force by namespace; None: re-parse
 
     # --- nodes ---------------------------------------------------------------------------------
 
@@ -125,6 +143,8 @@ class SchedulerCache:
         else:
             store[key] = obj
         self._frozen_objects = None
+        if kind == QUOTA_KIND:
+            self._quotas = None
 
     def get_object(self, kind: str, key: str) -> Mapping[str, Any] | None:
         return self._objects[OBJECT_FIELDS[kind]].get(key)
@@ -158,8 +178,34 @@ class SchedulerCache:
         usage = self._usage.share() if self._usage is not None else False
         self._index_shared = True
         return Snapshot(
-            tuple(self._nodes), self._frozen_objects, self._index, columns=self._columns or False, usage=usage
+            tuple(self._nodes),
+            self._frozen_objects,
+            self._index,
+            columns=self._columns or False,
+            usage=usage,
+            quotas=self.quotas(),
         )
+
+    def quotas(self) -> QuotaState:
+        """The ElasticQuotas in force and what their namespaces' placed pods use."""
+        in_force = self._in_force()
+        if not in_force:
+            return EMPTY_QUOTAS
+        return QuotaState(in_force, {ns: self._used[ns] for ns in in_force if ns in self._used})
+
+    def has_quota(self, namespace: str) -> bool:
+        """Whether an ElasticQuota is in force in `namespace`."""
+        return namespace in self._in_force()
+
+    def _in_force(self) -> Mapping[str, ElasticQuota]:
+        if self._quotas is None:
+            raw = self._objects[OBJECT_FIELDS[QUOTA_KIND]].values()
+            self._quotas = effective(elastic_quota_from_dict(obj) for obj in raw)
+        return self._quotas
+
+    def elastic_quotas(self) -> list[ElasticQuota]:
+        """Every cached ElasticQuota, parsed (those not in force included)."""
+        return [elastic_quota_from_dict(obj) for obj in self._objects[OBJECT_FIELDS[QUOTA_KIND]].values()]
 
     def describe(self) -> dict[str, Any]:
         """What the cache holds, for /debug/cache: per node its requested resources and pod uids, and
@@ -188,6 +234,7 @@ class SchedulerCache:
     def _place(self, pod: Pod, node_name: str) -> None:
         self._unplace(pod.uid)
         self._pods[pod.uid] = (node_name, pod)
+        self._count(pod, 1)
         i = self._index.get(node_name)
         if i is None:
             self._orphans.setdefault(node_name, {})[pod.uid] = pod
@@ -201,6 +248,7 @@ class SchedulerCache:
         if entry is None:
             return
         node_name = entry[0]
+        self._count(entry[1], -1)
         i = self._index.get(node_name)
         if i is not None:
             self._nodes[i] = self._nodes[i].without_pod(uid)
@@ -211,6 +259,15 @@ class SchedulerCache:
             orphans.pop(uid, None)
             if not orphans:
                 self._orphans.pop(node_name, None)
+
+    def _count(self, pod: Pod, sign: int) -> None:
+        if pod.phase in FINISHED:
+            return
+        used = add(self._used.get(pod.namespace, {}), request(pod), sign)
+        if used:
+            self._used[pod.namespace] = used
+        else:
+            self._used.pop(pod.namespace, None)
 
 
 def _column_fields(node: Node) -> tuple[Any, ...]:

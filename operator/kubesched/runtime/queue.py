@@ -13,6 +13,16 @@ split between batches, nor interleaved with another group's. A member popped whi
 group are still in flight (being decided or bound) waits aside until they land, then goes first.
 Members are ordered by their group's creation time (`order_of`), so a group keeps its place
 in line across retries.
+
+Fair share among ElasticQuotas (SchedulerPolicy `quotas.fairShare`, off by default): within a
+priority, a pod whose quota is at or past its min goes after the others, and among such pods the
+one whose quota has the lowest dominant share (model.quota.QuotaState.share) goes first, so that
+quotas borrowing idle capacity get it in proportion to their mins. Shares change with every bind,
+so they cannot be heap keys: the active heap is then split into a lane per namespace with a quota
+(each in upstream's order; the other pods share one lane) and the best lane head is picked at pop
+time with its quota's share as it stands, the pods already taken into the batch counted. That costs
+a look at each lane per pop: with 5 quotas, 2,000 pods popped 32 at a time took 24 us a pod here
+against 6 us in one heap.
 """
 
 from __future__ import annotations
@@ -28,6 +38,7 @@ from dataclasses import dataclass, field
 from kubesched.kube.retry import backoff_delay
 from kubesched.model.objects import Pod
 from kubesched.model.podgroup import group_key
+from kubesched.model.quota import QuotaState
 from kubesched.plugins.scheduling_gates import pre_enqueue
 
 ACTIVE = "active"
@@ -72,7 +83,8 @@ class SchedulingQueue:
     # The pod's place in line among those of its priority: its creation time, or its group's.
     order_of: Callable[[Pod], float] = lambda pod: pod.created.timestamp()
     _pods: dict[str, QueuedPod] = field(default_factory=dict)  # uid -> entry, in any sub-queue or in flight
-    _active: list[tuple[int, float, int, str]] = field(default_factory=list)
+    # lane -> heap of (-priority, place in line, seq, uid): one lane "", or with fair share one a namespace
+    _active: dict[str, list[tuple[int, float, int, str]]] = field(default_factory=dict)
     _backoff: list[tuple[float, int, str]] = field(default_factory=list)
     _unschedulable: dict[str, QueuedPod] = field(default_factory=dict)
     _in_flight: dict[str, QueuedPod] = field(default_factory=dict)
@@ -83,6 +95,10 @@ class SchedulingQueue:
     _move_request_cycle: int = -1
     _wakeup: asyncio.Event = field(default_factory=asyncio.Event)
     _closed: bool = False
+    # Fair share (set_fair_share): the quotas as the cache holds them now, and which pods it orders
+    # (a profile asking for it, a namespace with a quota).
+    _quotas: Callable[[], QuotaState] | None = None
+    _fair: Callable[[Pod], bool] = lambda pod: True
 
     # --- what the watch handlers call -------------------------------------------------------
 
@@ -168,20 +184,17 @@ class SchedulingQueue:
                 return []
             self.flush()
             batch: list[QueuedPod] = []
-            while self._active and len(batch) < limit:
-                _, _, _, uid = heapq.heappop(self._active)
-                entry = self._pods.get(uid)
-                if entry is None or entry.where != ACTIVE or uid in self._in_flight:
-                    continue
+            shares = _Shares(self._quotas(), self._fair) if self._quotas is not None else None
+            while len(batch) < limit and (entry := self._pop_active(shares)) is not None:
                 key = group_key(entry.pod)
                 if not key:
-                    self._take_off(entry, batch)
+                    self._take_off(entry, batch, shares)
                 elif self._group_in_flight(key):
                     entry.where = DEFERRED
                     self._deferred.setdefault(key, []).append(entry)
                 else:
                     for member in self._waiting_members(key, entry):
-                        self._take_off(member, batch)
+                        self._take_off(member, batch, shares)
             if batch or self._closed:
                 return batch
             self._wakeup.clear()
@@ -237,6 +250,20 @@ class SchedulingQueue:
                 self._unschedulable.pop(entry.key, None)
                 self._push_active(entry)
 
+    def set_fair_share(self, quotas: Callable[[], QuotaState] | None, fair: Callable[[Pod], bool]) -> None:
+        """Order borrowing quotas by share (`quotas`: the cache's state now; `fair`: whether a pod is
+        ordered so), or with None in upstream's order. Called again when what `fair` says changes:
+        the active pods change lanes."""
+        if quotas is None and self._quotas is None:
+            return
+        self._quotas, self._fair = quotas, fair
+        waiting = [item for heap in self._active.values() for item in heap if item[3] in self._pods]
+        self._active = {}
+        for item in waiting:
+            self._active.setdefault(self._lane(self._pods[item[3]].pod), []).append(item)
+        for heap in self._active.values():
+            heapq.heapify(heap)
+
     def close(self) -> None:
         self._closed = True
         self._wakeup.set()
@@ -275,8 +302,38 @@ class SchedulingQueue:
 
     # --- internals ----------------------------------------------------------------------------
 
-    def _take_off(self, entry: QueuedPod, batch: list[QueuedPod]) -> None:
+    def _pop_active(self, shares: _Shares | None) -> QueuedPod | None:
+        """The next active pod: the best lane head, ranked with its quota's share as it stands."""
+        if shares is None:  # one lane, in upstream's order
+            heap = self._active.get("", [])
+            while heap and not self._is_active(heap[0][3]):
+                heapq.heappop(heap)  # entries of pods that left the heap are dropped lazily
+            return self._pods[heapq.heappop(heap)[3]] if heap else None
+        best: tuple[tuple[int, float, float, int], list[tuple[int, float, int, str]]] | None = None
+        for lane in list(self._active):
+            heap = self._active[lane]
+            while heap and not self._is_active(heap[0][3]):
+                heapq.heappop(heap)
+            if not heap:
+                del self._active[lane]
+                continue
+            priority, order, seq, uid = heap[0]
+            rank = (priority, shares.rank(self._pods[uid].pod) if shares else 0.0, order, seq)
+            if best is None or rank < best[0]:
+                best = (rank, heap)
+        return None if best is None else self._pods[heapq.heappop(best[1])[3]]
+
+    def _is_active(self, uid: str) -> bool:
+        entry = self._pods.get(uid)
+        return entry is not None and entry.where == ACTIVE and uid not in self._in_flight
+
+    def _lane(self, pod: Pod) -> str:
+        return pod.namespace if self._quotas is not None and self._fair(pod) else ""
+
+    def _take_off(self, entry: QueuedPod, batch: list[QueuedPod], shares: _Shares | None) -> None:
         """Move `entry` from its sub-queue into `batch`, in flight."""
+        if shares is not None:
+            shares.take(entry.pod)
         self._unschedulable.pop(entry.key, None)
         self._cycle += 1
         entry.cycle = self._cycle
@@ -341,7 +398,8 @@ class SchedulingQueue:
         entry.added = self.clock()
         # Priority descending, then place in line (`order_of`): older pods, or groups, first.
         heapq.heappush(
-            self._active, (-entry.pod.priority, self.order_of(entry.pod), next(self._seq), entry.key)
+            self._active.setdefault(self._lane(entry.pod), []),
+            (-entry.pod.priority, self.order_of(entry.pod), next(self._seq), entry.key),
         )
         self._wakeup.set()
 
@@ -351,15 +409,19 @@ class SchedulingQueue:
         if not self._pods:
             self._active.clear()
             self._backoff.clear()
-        if len(self._active) + len(self._backoff) <= 2 * len(self._pods) + COMPACT_SLACK:
+        active = sum(len(heap) for heap in self._active.values())
+        if active + len(self._backoff) <= 2 * len(self._pods) + COMPACT_SLACK:
             return
-        self._active = [
-            e for e in self._active if (p := self._pods.get(e[3])) is not None and p.where == ACTIVE
-        ]
+        for lane, heap in list(self._active.items()):
+            kept = [e for e in heap if (p := self._pods.get(e[3])) is not None and p.where == ACTIVE]
+            if kept:
+                heapq.heapify(kept)
+                self._active[lane] = kept
+            else:
+                del self._active[lane]
         self._backoff = [
             e for e in self._backoff if (p := self._pods.get(e[2])) is not None and p.where == BACKOFF
         ]
-        heapq.heapify(self._active)
         heapq.heapify(self._backoff)
 
     def _push_backoff(self, entry: QueuedPod) -> None:
@@ -378,6 +440,28 @@ class SchedulingQueue:
             oldest = min(e.added for e in self._unschedulable.values())
             deadlines.append(oldest + self.settings.unschedulable_flush - now)
         return max(min(deadlines), 0.01)
+
+
+@dataclass(slots=True)
+class _Shares:
+    """The quotas' shares while a batch is formed: each pod taken counts against its quota at once."""
+
+    state: QuotaState
+    fair: Callable[[Pod], bool]
+    _known: dict[str, float] = field(default_factory=dict)
+
+    def rank(self, pod: Pod) -> float:
+        """0 for a pod its quota's guarantee still covers (upstream's order is kept), else the share."""
+        if not self.fair(pod):
+            return 0.0
+        share = self._known.get(pod.namespace)
+        if share is None:
+            share = self._known[pod.namespace] = self.state.share(pod.namespace)
+        return share if share >= 1.0 else 0.0
+
+    def take(self, pod: Pod) -> None:
+        self.state = self.state.with_pod(pod)
+        self._known.pop(pod.namespace, None)
 
 
 def _spec_changed(old: Pod, new: Pod) -> bool:

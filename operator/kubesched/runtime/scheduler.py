@@ -31,17 +31,25 @@ from typing import Any, Protocol
 
 import structlog
 
+from kubesched.algorithm.admission import OVER_MAX
 from kubesched.algorithm.batch import Observer, Outcome, schedule_batch
 from kubesched.algorithm.gang import GangFitError
 from kubesched.algorithm.generic import Algorithm, FitError, ScheduleResult
 from kubesched.algorithm.preemption import Preemption, PreemptionOutcome
+from kubesched.algorithm.quota_reclaim import victim_rule
 from kubesched.algorithm.volume_reserve import PodVolumes, ScheduledWithVolumes
 from kubesched.kube.binding import Binder, BindOutcome, BindResult
-from kubesched.kube.events import NORMAL, SCHEDULED, Recorder, scheduled_message
+from kubesched.kube.event_correlator import ObjectReference
+from kubesched.kube.events import NORMAL, SCHEDULED, WARNING, Recorder, scheduled_message
 from kubesched.kube.eviction import Evictor
 from kubesched.kube.listing import Listing, object_key, stale
+from kubesched.model.kinds import ELASTIC_QUOTAS
 from kubesched.model.objects import Node, Pod, node_from_dict, pod_from_dict
 from kubesched.model.podgroup import group_key
+from kubesched.model.quota import EMPTY as EMPTY_QUOTAS
+from kubesched.model.quota import KIND as QUOTA_KIND
+from kubesched.model.quota import ElasticQuota, QuotaState, in_one_unit
+from kubesched.model.resources import CPU
 from kubesched.plugins.registry import REQUEUE_KINDS
 from kubesched.plugins.scheduling_gates import (
     GATED_BIND_CONFLICT,
@@ -62,7 +70,9 @@ TERMINAL_PHASES = ("Succeeded", "Failed")
 FIRST_BATCH = 4  # pods in a term's first batch (then twice as many each time, up to batch_size)
 APPLY_SLICE = 8  # decisions applied (assumed, binds started) per turn of the loop
 GROUP_STATUS_INTERVAL = 0.5  # seconds between two looks at the PodGroups whose status changed
-GROUP_COUNTS_INTERVAL = 5.0  # a status whose phase and reason stand is rewritten at most this often
+GROUP_COUNTS_INTERVAL = 5.0
+QUOTA_STATUS_INTERVAL = 0.5  # seconds between two looks at what the ElasticQuotas use
+IGNORED_QUOTA = "IgnoredQuota"  # a status whose phase and reason stand is rewritten at most this often
 POD_GROUP = "PodGroup"
 
 
@@ -88,6 +98,7 @@ class Scheduler:
         evictor: Evictor | None = None,
         gate: BindGate | None = None,
         status_writer: GroupStatusSink | None = None,
+        quota_writer: GroupStatusSink | None = None,
     ) -> None:
         self.settings = settings
         self.base_algorithm = algorithm
@@ -127,7 +138,12 @@ class Scheduler:
         self._pod_group = group_lookup(lambda key: self.cache.get_object(POD_GROUP, key))
         self.gangs = GangTracker(self._pod_group, assumed_on=self._assumed_on)
         self.queue.order_of = self._place_in_line
+        self._order_quotas()
         self._status_writer = status_writer
+        self._quota_writer = quota_writer  # ElasticQuota statuses (status.used), while leading
+        self._ignored_told: set[str] = set()  # uids of ElasticQuotas given their IgnoredQuota event
+        # uid -> (namespace, rule: max or mins) of the pending pods their quota refused last
+        self._quota_refused: dict[str, tuple[str, str]] = {}
         metrics.PENDING_PODS.track(self.queue.counts)
 
     # --- cluster events (called by the watch handlers) -------------------------------------------
@@ -251,6 +267,9 @@ class Scheduler:
         if kind == POD_GROUP:
             self._on_pod_group(key, event_type, raw)
             return
+        if kind == QUOTA_KIND:
+            self._on_elastic_quota(key, event_type, raw)
+            return
         self.cache.set_object(kind, key, None if event_type == "DELETED" else raw)
         if event_type != "DELETED" and kind in REQUEUE_KINDS:
             self.queue.move_all(f"{kind}Change")
@@ -271,6 +290,22 @@ class Scheduler:
             return
         self._log.info("pod_group_changed", group=key, change=event_type or "listed")
         self.queue.wake_group(key)
+
+    def _on_elastic_quota(self, key: str, event_type: str | None, raw: Mapping[str, Any]) -> None:
+        """An ElasticQuota appeared, changed or went: the pods it (or another it hid) refused may fit.
+        Our own `status.used` writes come back with the same generation: those change nothing."""
+        old = self.cache.get_object(QUOTA_KIND, key)
+        if event_type == "DELETED":
+            self.cache.set_object(QUOTA_KIND, key, None)
+            if self._quota_writer is not None:
+                self._quota_writer.forget(key)
+        elif old is None or _generation(old) != _generation(raw) or not _generation(raw):
+            self.cache.set_object(QUOTA_KIND, key, raw)
+        else:
+            return
+        self._log.info("elastic_quota_changed", quota=key, change=event_type or "listed")
+        self._order_quotas()  # a namespace may have gained or lost its quota
+        self.queue.move_all("ElasticQuotaChange")
 
     def _assumed_on(self, uid: str) -> str | None:
         return self.cache.pod_node(uid) if self.cache.is_assumed(uid) else None
@@ -345,6 +380,7 @@ class Scheduler:
         added = profiles.keys() - self._profiles.keys()
         removed = self._profiles.keys() - profiles.keys()
         self._profiles = profiles
+        self._order_quotas()
         for pod in list(self._unbound.values()):
             if pod.scheduler_name in removed:
                 self.queue.delete(pod.uid)  # an entry in the executor now comes back `gone`
@@ -353,6 +389,15 @@ class Scheduler:
         self.queue.move_all("PolicyChange")
         return True
 
+    def _order_quotas(self) -> None:
+        """Borrowing quotas' pods in order of share while a profile asks for it (quotas.fairShare)."""
+        fair = any(algorithm.quota_fair_share for algorithm in self._profiles.values())
+        self.queue.set_fair_share(self.cache.quotas if fair else None, self._fair_share)
+
+    def _fair_share(self, pod: Pod) -> bool:
+        algorithm = self._profiles.get(pod.scheduler_name)
+        return algorithm is not None and algorithm.quota_fair_share and self.cache.has_quota(pod.namespace)
+
     # --- the loop ----------------------------------------------------------------------------------
 
     async def run(self) -> None:
@@ -360,11 +405,13 @@ class Scheduler:
             "scheduler_started", profiles={name: a.describe() for name, a in self._profiles.items()}
         )
         statuses = asyncio.create_task(self._write_group_statuses(), name="podgroup-status")
+        quotas = asyncio.create_task(self._write_quota_statuses(), name="elasticquota-status")
         try:
             await self._schedule()
         finally:
             self.first_batch_out.set()
             statuses.cancel()
+            quotas.cancel()
 
     async def _schedule(self) -> None:
         loop = asyncio.get_running_loop()
@@ -436,9 +483,10 @@ class Scheduler:
                 await self.run()
             except asyncio.CancelledError:
                 await self.stand_down()
-                if self._status_writer is not None:  # the term ended: statuses are the next leader's
-                    for key in self._status_writer.pending:
-                        self._status_writer.forget(key)
+                for writer in (self._status_writer, self._quota_writer):
+                    if writer is not None:  # the term ended: statuses are the next leader's
+                        for key in writer.pending:
+                            writer.forget(key)
                 raise
             finally:
                 self._leading = False
@@ -470,6 +518,74 @@ class Scheduler:
                 due.discard(key)
             await asyncio.sleep(GROUP_STATUS_INTERVAL)
 
+    async def _write_quota_statuses(self) -> None:
+        """While scheduling: each ElasticQuota in force shows in `status.used` what the scheduler
+        counts against it (the writer sends only what changed); each one ignored gets an event."""
+        if self._quota_writer is None:
+            return
+        shown: dict[str, set[str]] = {}  # quota key -> the resources its status has named
+        try:
+            while True:
+                state = self.cache.quotas()
+                for quota in self.cache.elastic_quotas():
+                    in_force = state.of(quota.namespace)
+                    if in_force is None or in_force.key != quota.key:
+                        self._tell_ignored(quota, in_force)
+                        continue
+                    used = state.used_by(quota.namespace)
+                    # A resource no longer used shows 0: a merge patch would keep a key it leaves out.
+                    names = shown.setdefault(quota.key, set())
+                    names.update(used, quota.min, quota.max)
+                    status = {
+                        "used": {name: in_one_unit(name, used.get(name, 0))[0] for name in sorted(names)}
+                    }
+                    self._quota_writer.set(quota.key, status)
+                self._show_quota_metrics(state)
+                await asyncio.sleep(QUOTA_STATUS_INTERVAL)
+        finally:
+            self._show_quota_metrics(EMPTY_QUOTAS)  # a follower shows none: they are the leader's
+
+    def _show_quota_metrics(self, state: QuotaState) -> None:
+        """The kubesched_quota_* gauges: a series per namespace in force and resource it names or uses."""
+        used: dict[tuple[str, ...], float] = {}
+        low: dict[tuple[str, ...], float] = {}
+        high: dict[tuple[str, ...], float] = {}
+        for namespace, quota in state.quotas.items():
+            using = state.used_by(namespace)
+            for name in {*using, *quota.min, *quota.max}:
+                scale = 1000 if name == CPU else 1  # millicores to cores
+                used[namespace, name] = using.get(name, 0) / scale
+                low[namespace, name] = quota.min.get(name, 0) / scale
+                if name in quota.max:
+                    high[namespace, name] = quota.max[name] / scale
+        for uid in [uid for uid in self._quota_refused if uid not in self._unbound]:
+            del self._quota_refused[uid]
+        waiting: dict[tuple[str, ...], float] = {
+            (ns, rule): 0.0 for ns in state.quotas for rule in ("max", "mins")
+        }
+        for labels in self._quota_refused.values():
+            if labels in waiting:
+                waiting[labels] += 1
+        metrics.QUOTA_USED.show(used)
+        metrics.QUOTA_MIN.show(low)
+        metrics.QUOTA_MAX.show(high)
+        metrics.QUOTA_WAITING.show(waiting)
+
+    def _tell_ignored(self, quota: ElasticQuota, in_force: ElasticQuota | None) -> None:
+        """One Warning event on an ElasticQuota that is not in force, and why."""
+        if quota.uid in self._ignored_told:
+            return
+        self._ignored_told.add(quota.uid)
+        if quota.error:
+            why = f"its spec is invalid: {quota.error}"
+        elif in_force is not None:
+            why = f"ElasticQuota {in_force.name}, older, is in force in namespace {quota.namespace}"
+        else:
+            return
+        self._log.warning("elastic_quota_ignored", quota=quota.key, reason=why)
+        ref = ObjectReference(QUOTA_KIND, quota.namespace, quota.name, quota.uid, ELASTIC_QUOTAS.api_version)
+        self._recorder.event_on(ref, WARNING, IGNORED_QUOTA, f"Ignored: {why}; one quota per namespace")
+
     async def stand_down(self) -> None:
         """Cancel the binds in flight; each forgets its assumption and puts its pod back."""
         binds = list(self._binds)
@@ -484,6 +600,7 @@ class Scheduler:
         profile = pod.scheduler_name
         if entry.gone:
             return  # deleted or bound by someone else while the algorithm ran
+        self._quota_refused.pop(pod.uid, None)
         if isinstance(outcome, ScheduleResult):
             if self.cache.node_info(outcome.node_name) is None:
                 self._log.info("node_vanished", pod=pod.key, node=outcome.node_name)
@@ -502,6 +619,9 @@ class Scheduler:
             return
         if isinstance(outcome, FitError):
             message = outcome.summary()
+            quota = self.cache.quotas().of(pod.namespace)
+            if quota is not None and f"ElasticQuota {quota.key}" in message:  # a pod's, or its group's
+                self._quota_refused[pod.uid] = (pod.namespace, "max" if f"{OVER_MAX}:" in message else "mins")
             metrics.SCHEDULE_ATTEMPTS.labels("unschedulable", profile).inc()
             metrics.ATTEMPT_DURATION.labels("unschedulable", profile).observe(duration)
             self._log.info(
@@ -666,16 +786,17 @@ class Scheduler:
         self.nominator.add(pod, node)
         if self._evictor is None:
             return
+        quotas = self.cache.quotas()
         for victim in result.victims:
             if not victim.deleting:  # one already terminating needs no second delete, nor event
-                self._evictor.evict(victim, pod, node)
+                self._evictor.evict(victim, pod, node, *victim_rule(pod, victim, quotas))
         for other in lower:
             self._evictor.nominate(other, "")
         self._evictor.nominate(pod, node)
 
 
 class GroupStatusSink(Protocol):
-    """Where PodGroup statuses go (kube/podgroup_status.py writes them)."""
+    """Where PodGroup and ElasticQuota statuses go (kube/status_writer.py writes them)."""
 
     def set(self, key: str, status: Mapping[str, Any]) -> None: ...
 

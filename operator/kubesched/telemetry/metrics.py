@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from prometheus_client import REGISTRY, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
@@ -178,3 +178,63 @@ EVENT_HANDOFF = ScrapedGauge(
     "scheduler",
 )
 REGISTRY.register(EVENT_HANDOFF)
+
+
+class GaugeSet(Collector):
+    """A gauge family whose series are set all at once (`show`): those not named again are gone, so
+    that the series of a deleted ElasticQuota (or of a term that ended) do not stay frozen."""
+
+    def __init__(self, name: str, documentation: str, labels: Sequence[str]) -> None:
+        self.name = name
+        self.documentation = documentation
+        self.labels = list(labels)
+        self._values: Mapping[tuple[str, ...], float] = {}
+
+    def show(self, values: Mapping[tuple[str, ...], float]) -> None:
+        self._values = dict(values)  # replaced whole: a scrape sees the old set or the new one
+
+    def collect(self) -> Iterable[Metric]:
+        family = GaugeMetricFamily(self.name, self.documentation, labels=self.labels)
+        for labels, value in self._values.items():
+            family.add_metric(list(labels), value)
+        yield family
+
+
+_QUOTA_UNITS = "cpu in cores, memory and storage in bytes, other resources in their own units"
+# `quota_namespace`, not `namespace`: a scrape gives `namespace` the scraped pod's (kubesched's).
+_QUOTA_LABELS = ("quota_namespace", "resource")
+QUOTA_USED = GaugeSet(
+    "kubesched_quota_used",
+    "What the placed (bound or assumed), unfinished pods of a namespace with an ElasticQuota in force "
+    f"request, by resource ({_QUOTA_UNITS}): the quota's status.used. Leader only.",
+    _QUOTA_LABELS,
+)
+QUOTA_MIN = GaugeSet(
+    "kubesched_quota_min",
+    f"An ElasticQuota's spec.min by resource ({_QUOTA_UNITS}); 0 for one it does not name. Leader only.",
+    _QUOTA_LABELS,
+)
+QUOTA_MAX = GaugeSet(
+    "kubesched_quota_max",
+    f"An ElasticQuota's spec.max by resource ({_QUOTA_UNITS}); absent for one it does not name "
+    "(unlimited). Leader only.",
+    _QUOTA_LABELS,
+)
+QUOTA_WAITING = GaugeSet(
+    "kubesched_quota_waiting_pods",
+    "Pending pods whose last scheduling attempt their namespace's ElasticQuota refused, by the rule: "
+    "max (the quota would pass its max), mins (all quotas' use would pass the sum of their mins). "
+    "Leader only.",
+    ("quota_namespace", "rule"),
+)
+for _quota_gauge in (QUOTA_USED, QUOTA_MIN, QUOTA_MAX, QUOTA_WAITING):
+    REGISTRY.register(_quota_gauge)
+QUOTA_RECLAIM_EVICTIONS = Counter(
+    "kubesched_quota_reclaim_evictions_total",
+    "Pods deleted by preemption under ElasticQuota rules, by rule: reclaim (a pod of another quota over "
+    "its min, evicted for a pod within its own min), own_quota (a lower-priority pod of the preemptor's "
+    "own quota, which borrows beyond its min).",
+    ["rule"],
+)
+for _rule in ("reclaim", "own_quota"):
+    QUOTA_RECLAIM_EVICTIONS.labels(_rule)

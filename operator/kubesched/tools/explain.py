@@ -22,6 +22,12 @@ scheduler would run for the pod: the active SchedulerPolicy for its scheduler na
 policy file given, else the one the scheduler's leader publishes on its Lease (policy/published.py),
 else the built-in default, with a warning that the scheduler's policy is unknown.
 
+A pod of a namespace with an ElasticQuota gains the quota's section: per resource what the quota's
+pods use, its min and max, and what the pod asks, and the verdict of the scheduler's own admission
+(algorithm/admission.py) on the same snapshot, with the pods nominated by preemption counted as the
+scheduler counts them. A pod its quota refuses is tried on no node by the scheduler: the headline is
+then its FailedScheduling message, and the nodes' verdicts are what it would get without the quota.
+
 A bound pod is judged as if it were pending now: the scheduler only ever judges pending pods, and
 its spec.nodeName would have HostName reject every other node.
 """
@@ -36,6 +42,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from kubesched.algorithm.admission import quota_error
 from kubesched.algorithm.batch import Outcome, schedule_batch
 from kubesched.algorithm.extender_wire import ExtenderError
 from kubesched.algorithm.extenders import TransportFactory, run_filters
@@ -62,6 +69,8 @@ from kubesched.model.podgroup import (
     group_name,
     pod_group_from_dict,
 )
+from kubesched.model.quota import QuotaState, in_one_unit
+from kubesched.model.quota import request as quota_request
 from kubesched.model.unsupported import NOT_IMPLEMENTED, refusal
 from kubesched.plugins.node_validity import ValidNode
 from kubesched.plugins.scheduling_gates import pre_enqueue
@@ -136,6 +145,27 @@ class GroupExplanation:
 
 
 @dataclass(frozen=True, slots=True)
+class QuotaLine:
+    """One resource of the pod's ElasticQuota, in one unit ("-": a max that does not name it)."""
+
+    resource: str
+    used: str
+    min: str
+    max: str
+    request: str
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaExplanation:
+    """The pod's ElasticQuota and what admission says of the pod."""
+
+    key: str  # namespace/name
+    admitted: bool
+    verdict: str  # "over max: nvidia.com/gpu 8 > 6", "within max; within min", "within max; borrowing: cpu"
+    resources: tuple[QuotaLine, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Explanation:
     pod: str
     scheduler_name: str
@@ -147,6 +177,7 @@ class Explanation:
     notes: tuple[str, ...] = field(default=())
     group: GroupExplanation | None = None  # the pod's PodGroup, when it belongs to one
     warnings: tuple[str, ...] = field(default=())  # e.g. the scheduler's policy is unknown
+    quota: QuotaExplanation | None = None  # the pod's ElasticQuota, when its namespace has one
 
     @property
     def best(self) -> tuple[str, ...]:
@@ -168,6 +199,8 @@ class Explanation:
         out["best"] = list(self.best)
         if self.group is None:
             del out["group"]  # a pod of no group reads as before groups existed
+        if self.quota is None:
+            del out["quota"]  # nor does a pod of no quota read otherwise
         return out
 
 
@@ -199,6 +232,7 @@ def explain(
     scheduler_name: str = "",
     policy: str = "",
     pending: Sequence[Pod] = (),
+    nominated: Sequence[Pod] = (),
 ) -> Explanation:
     """Every node's verdict for `pod` under `algorithm`; calls the extenders, binds nothing.
 
@@ -206,7 +240,8 @@ def explain(
     it is bound. A gated pod is judged as it would be once its gates are gone; the message says it
     waits. For a member of a PodGroup, `pending` are the pending pods that may be its fellow members
     (others are ignored): the group's section says what trying them with it gives, and when the
-    group would not be placed, the message is the members' FailedScheduling message.
+    group would not be placed, the message is the members' FailedScheduling message. `nominated`:
+    the pods nominated to nodes by preemption, which the quota admission counts.
     """
     bound = pod.node_name
     if bound:
@@ -216,6 +251,8 @@ def explain(
         group = explain_group(algorithm, pod, snapshot, pending)
         message = found.message if group.placed else group.message
         found = dataclasses.replace(found, message=message, group=group)
+    if snapshot.quotas.of(pod.namespace) is not None:
+        found = _with_quota(found, algorithm, pod, snapshot, nominated)
     gates = pre_enqueue(pod)
     if gates is not None:
         message = f"not scheduled: {gates} (the scheduler does not try it until they are removed)"
@@ -226,6 +263,39 @@ def explain(
         note = f"spec.nodeName names {bound}; it is ignored here, or HostName would reject every other node"
         found = dataclasses.replace(found, message=message, notes=(note, *found.notes))
     return found
+
+
+def _with_quota(
+    found: Explanation, algorithm: Algorithm, pod: Pod, snapshot: Snapshot, nominated: Sequence[Pod]
+) -> Explanation:
+    """`found` with the quota's section; when the quota refuses the pod, its message is the headline."""
+    quotas = snapshot.quotas
+    refused = quota_error(quotas, [pod], len(snapshot.nodes), nominated, algorithm.quota_borrowing)
+    section = quota_explanation(quotas, pod, refused.message if refused is not None else "")
+    if refused is None:
+        return dataclasses.replace(found, quota=section)
+    notes = (f"without the quota: {found.message}", *found.notes)
+    return dataclasses.replace(found, message=refused.summary(), notes=notes, quota=section)
+
+
+def quota_explanation(quotas: QuotaState, pod: Pod, refused: str) -> QuotaExplanation:
+    """The section of `pod`'s quota (there must be one); `refused`: why admission refuses it, or ""."""
+    namespace = pod.namespace
+    quota = quotas.of(namespace)
+    assert quota is not None
+    used, asked = quotas.used_by(namespace), quota_request(pod)
+    if refused:
+        verdict = refused
+    else:
+        borrowing = quotas.over_min(namespace, asked)
+        verdict = "within max; " + (f"borrowing: {', '.join(borrowing)}" if borrowing else "within min")
+    lines = []
+    for name in sorted({*used, *quota.min, *quota.max, *asked}):
+        bound = quota.max.get(name)
+        figures = (used.get(name, 0), quota.min.get(name, 0), asked.get(name, 0))
+        shown = in_one_unit(name, *figures, *(() if bound is None else (bound,)))
+        lines.append(QuotaLine(name, shown[0], shown[1], "-" if bound is None else shown[3], shown[2]))
+    return QuotaExplanation(quota.key, not refused, verdict, tuple(lines))
 
 
 def explain_group(
@@ -431,6 +501,10 @@ def render_table(explanation: Explanation) -> str:
     ]
     lines.extend(f"WARNING: {warning}" for warning in e.warnings)
     lines.extend(f"note: {note}" for note in e.notes)
+    if e.quota is not None:
+        quota = [["RESOURCE", "USED", "MIN", "MAX", "REQUEST"]]
+        quota += [[q.resource, q.used, q.min, q.max, q.request] for q in e.quota.resources]
+        lines += ["", f"ELASTIC QUOTA {e.quota.key}   {e.quota.verdict}", *table(quota)]
     if e.group is not None:
         lines += ["", *_group_lines(e.group, e.message)]
     if e.rejected:
@@ -570,12 +644,30 @@ def explain_in_state(
     pending = _pending_members(state, pod)
     try:
         found = explain(
-            algorithm, pod, cache.snapshot(), scheduler_name=name_used, policy=source, pending=pending
+            algorithm,
+            pod,
+            cache.snapshot(),
+            scheduler_name=name_used,
+            policy=source,
+            pending=pending,
+            nominated=_nominated(state, pod),
         )
         return dataclasses.replace(found, warnings=(warning,)) if warning else found
     finally:
         for extender in algorithm.extenders:
             extender.close()
+
+
+def _nominated(state: ClusterState, pod: Pod) -> list[Pod]:
+    """The other pending pods of `state` nominated to a node by preemption (only those are parsed)."""
+    found = []
+    for raw in state.pods:
+        if (raw.get("spec") or {}).get("nodeName") or not (raw.get("status") or {}).get("nominatedNodeName"):
+            continue
+        other = pod_from_dict(raw)
+        if other.uid != pod.uid:
+            found.append(other)
+    return found
 
 
 def _pending_members(state: ClusterState, pod: Pod) -> list[Pod]:

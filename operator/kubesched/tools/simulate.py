@@ -13,6 +13,10 @@ Pods are placed as the scheduler's queue takes them (higher priority first, then
 listing order), one after another, each placement seen by the next, by the scheduler's own
 `schedule_batch`, with a random source seeded by `--seed` for tie-breaking.
 
+ElasticQuotas apply as in the scheduler (schedule_batch admits each pod, or group, by its quota
+before trying nodes); the output shows each quota's use per resource before and after, beside its
+min and max.
+
 The members of a PodGroup (kubesched.algorithm.gang) are placed together, all or nothing, where
 the first of them stands in that order, against the PodGroups the cluster state holds. What is
 known of a group is what the scheduler knows: its members are its pending pods in the state
@@ -35,7 +39,7 @@ import random
 import statistics
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -56,6 +60,7 @@ from kubesched.model.podgroup import (
     group_key,
     pod_group_from_dict,
 )
+from kubesched.model.quota import QuotaState, in_one_unit
 from kubesched.model.selectors import (
     EVERYTHING,
     LabelSelector,
@@ -145,6 +150,33 @@ class Spread:
 
 
 @dataclass(frozen=True, slots=True)
+class QuotaUse:
+    """One resource of an ElasticQuota in force: its bounds, and its use before and after (as the
+    utilisation spreads: pending mode, under the current policy and the candidate; replay, where the
+    pods are and under the candidate), in one unit ("-": a max that does not name it)."""
+
+    quota: str  # namespace/name
+    resource: str
+    min: str
+    max: str
+    before: str
+    after: str
+
+
+def quota_uses(before: QuotaState, after: QuotaState) -> tuple[QuotaUse, ...]:
+    """Every resource each quota in force names or uses, by quota and resource."""
+    found = []
+    for namespace, quota in sorted(after.quotas.items()):
+        was, now = before.used_by(namespace), after.used_by(namespace)
+        for name in sorted({*was, *now, *quota.min, *quota.max}):
+            bound = quota.max.get(name)
+            figures = (quota.min.get(name, 0), was.get(name, 0), now.get(name, 0))
+            shown = in_one_unit(name, *figures, *(() if bound is None else (bound,)))
+            found.append(QuotaUse(quota.key, name, shown[0], "-" if bound is None else shown[3], *shown[1:3]))
+    return tuple(found)
+
+
+@dataclass(frozen=True, slots=True)
 class GroupOutcome:
     """What one policy did with a PodGroup's members: placed them (all that fit), or none, and why."""
 
@@ -181,6 +213,7 @@ class Simulation:
     after: tuple[Spread, ...]
     notes: tuple[str, ...] = field(default=())
     groups: tuple[GroupPlacement, ...] = field(default=())  # in the order of their first members
+    quotas: tuple[QuotaUse, ...] = field(default=())  # the ElasticQuotas in force, before and after
 
     @property
     def moved(self) -> tuple[Placement, ...]:
@@ -243,6 +276,7 @@ class Simulation:
                 if self.groups
                 else {}
             ),
+            **({"quotas": [asdict(q) for q in self.quotas]} if self.quotas else {}),
         }
 
 
@@ -399,7 +433,8 @@ def simulate(
         pods = queue_order([_without_node(raw) for raw in bound])
         where = {pod_from_dict(raw).uid: str(raw["spec"]["nodeName"]) for raw in bound}
         base = state.cache(leave_out=uids).snapshot()
-        before = spreads(state.cache().snapshot())
+        before_snapshot = state.cache().snapshot()
+        before = spreads(before_snapshot)
         gangs = group_states(state, pods, base)
         outcomes, after_snapshot = place(candidate, pods, base, seed, gangs)
         placements = []
@@ -453,6 +488,7 @@ def simulate(
         after=spreads(after_snapshot),
         notes=tuple(notes),
         groups=tuple(groups),
+        quotas=quota_uses(before_snapshot.quotas, after_snapshot.quotas),
     )
 
 
@@ -500,6 +536,13 @@ def render_table(simulation: Simulation) -> str:
                 ]
             )
         lines += ["", *table(rows)]
+    if s.quotas:
+        rows = [["QUOTA", "RESOURCE", "MIN", "MAX", "BEFORE", "AFTER"]]
+        last = ""
+        for q in s.quotas:
+            rows.append([q.quota if q.quota != last else "", q.resource, q.min, q.max, q.before, q.after])
+            last = q.quota
+        lines += ["", f"ELASTIC QUOTAS ({len({q.quota for q in s.quotas})})", *table(rows)]
     if s.moved:
         rows = [["POD", "CURRENT", "CANDIDATE"]]
         rows += [[p.pod, p.current or "", p.candidate or ""] for p in s.moved]
@@ -537,6 +580,7 @@ __all__ = [
     "GroupOutcome",
     "GroupPlacement",
     "Placement",
+    "QuotaUse",
     "SimulateError",
     "Simulation",
     "Spread",
@@ -545,6 +589,7 @@ __all__ = [
     "parse_label_selector",
     "place",
     "queue_order",
+    "quota_uses",
     "read_candidate",
     "render_json",
     "render_table",
