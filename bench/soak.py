@@ -32,7 +32,7 @@ import aiohttp
 from kubebench import workload
 from kubebench.gangs import POD_GROUP_LABEL, pod_groups_path
 from kubebench.kubeapi import ApiError, call, new_client
-from kubebench.procstat import ProcessSampler
+from kubebench.procstat import ProcessSampler, status_kib
 from kubebench.runner import CREATE_CONCURRENCY, namespace_body
 from kubebench.schedulers import REPO_ROOT, KubeschedFlags, SchedulerProcess, compile_bytecode, free_port
 
@@ -277,14 +277,8 @@ class Churn:
 
 
 def rss_mib(pid: int) -> float | None:
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return None
-    for line in status.splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return None
+    kib = status_kib(pid, "VmRSS")
+    return None if kib is None else kib / 1024
 
 
 async def debug(session: aiohttp.ClientSession, port: int, what: str) -> Any:

@@ -22,16 +22,22 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
-def peak_rss_bytes(pid: int) -> int | None:
-    """VmHWM (the resident set's high-water mark) of `pid`; None once it is gone or a zombie."""
+def status_kib(pid: int, field: str) -> int | None:
+    """A kB field of /proc/PID/status (VmRSS, VmHWM); None once `pid` is gone or a zombie."""
     try:
         status = Path(f"/proc/{pid}/status").read_text()
     except OSError:
         return None
     for line in status.splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) * 1024
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1])
     return None
+
+
+def peak_rss_bytes(pid: int) -> int | None:
+    """VmHWM (the resident set's high-water mark) of `pid`; None once it is gone or a zombie."""
+    kib = status_kib(pid, "VmHWM")
+    return None if kib is None else kib * 1024
 
 
 def self_cpu_seconds() -> float:
