@@ -302,8 +302,10 @@ def _commit_date(path: Path) -> str:
     return result.stdout.strip()
 
 
-def benchmark_results(results: Path = RESULTS / "latest.json") -> str:
-    """The latest full run's medians, its plot, and one line per release's run."""
+def benchmark_results(results_dir: Path = RESULTS) -> str:
+    """The latest full run's medians (latest.json), its plot, and one line per release's run
+    (release-VERSION.json, copied from latest.json when a release is made)."""
+    results = results_dir / "latest.json"
     data = json.loads(results.read_text())
     meta = data["meta"]
     titles = meta.get("scenarios") or {}
@@ -325,7 +327,7 @@ def benchmark_results(results: Path = RESULTS / "latest.json") -> str:
     ]
     machine = meta.get("machine", {})
     commit = meta.get("versions", {}).get("kubesched_commit", "")[:10]
-    releases = sorted(RESULTS.glob("release-*.json"))
+    releases = sorted(results_dir.glob("release-*.json"))
     history = [
         f"- {p.stem.removeprefix('release-')}: "
         + ", ".join(
