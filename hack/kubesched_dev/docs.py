@@ -70,9 +70,8 @@ def _option_type(option: click.Option) -> str:
 
 
 def _help(command: click.Command) -> str:
-    """The command's help as click prints it: up to a form feed, without the `\\b` no-wrap marks."""
-    text = inspect.cleandoc(command.help or "").split("\f")[0]
-    return "\n".join(line for line in text.splitlines() if line.strip() != "\b")
+    """The command's help as click prints it: up to a form feed."""
+    return inspect.cleandoc(command.help or "").split("\f")[0]
 
 
 def _command_section(path: str, command: click.Command) -> str:
