@@ -23,9 +23,11 @@ from kubesched.cli import main
 from kubesched.kube.client import request
 from kubesched.policy.store import API_GROUP, API_VERSION, PLURAL, compile_spec
 from kubesched_dev.devcluster import LocalControlPlane
-from kubesched_dev.fixtures import delete_namespace
+from kubesched_dev.fixtures import delete_namespace, wait_for
 
 from ..doc_examples import HOMES, REPO, block, marked, pages
+from .kubeapi import events_for, wait_bound
+from .kubesched_process import KubeschedProcess
 
 POLICIES = f"/apis/{API_GROUP}/{API_VERSION}/{PLURAL}"
 
@@ -242,3 +244,73 @@ async def test_the_simulate_commands_run_as_written(control_plane: LocalControlP
     assert (tmp_path / "cluster.json").exists()
     assert outputs[-1] == block("explain-output") + "\n"  # offline, from the same file
     server_accepts_policy(control_plane, yaml.safe_load((REPO / "examples/policies/pack.yaml").read_text()))
+
+
+# ------------------------------------------------------------------------------------- the tutorial
+
+
+def columns(table: str, wanted: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """The `wanted` columns of a kubectl table, row by row (AGE and the like vary from run to run)."""
+    header, *rows = table.splitlines()
+    starts = [header.index(f"{name} ") if f"{name} " in header else header.index(name) for name in wanted]
+    return [tuple(row[start:].split()[0] for start in starts) for row in rows]
+
+
+def appears_in_order(excerpt: str, output: str) -> bool:
+    """Every line of `excerpt` but its `...` elisions is a line of `output`, in that order."""
+    lines = iter(output.splitlines())
+    return all(any(line == shown for line in lines) for shown in excerpt.splitlines() if shown != "...")
+
+
+def run_lines(control_plane: LocalControlPlane, name: str, cwd: Path) -> list[str]:
+    """Each command of the block marked `name`, kubectl's or kubesched's, and its output."""
+    outputs = []
+    for command in commands(name):
+        if command[0] == "kubesched":
+            outputs.append(kubesched(control_plane, command, cwd))
+        else:
+            assert command[0] == "kubectl", command
+            outputs.append(kubectl(control_plane, command[1:]))
+    return outputs
+
+
+@pytest.mark.usefixtures("shop")
+async def test_the_tutorial_schedules_the_pod_and_takes_a_live_policy_edit(
+    api: ApiClient, control_plane: LocalControlPlane, tmp_path: Path
+) -> None:
+    """Steps 4 to 6 of docs/tutorial.md, with `make run`'s scheduler, from the cluster of step 2."""
+
+    async def accepted(generation: int) -> dict[str, Any] | None:
+        _, body = await request(api, "GET", f"{POLICIES}/kubesched")
+        conditions = body.get("status", {}).get("conditions", [])
+        ours = (c for c in conditions if c["type"] == "Accepted" and c["observedGeneration"] == generation)
+        return next(ours, None)
+
+    def get(*args: str) -> str:
+        return kubectl(control_plane, ["get", *args, "-o", "wide"])
+
+    args = ["--policy-config-file", str(REPO / "examples/policies/seed-policy.json")]
+    try:
+        with KubeschedProcess(control_plane.kubeconfig, "kubesched", tmp_path, args) as scheduler:
+            scheduler.wait_for_log("leader_elected")
+            await wait_for(lambda: events_for(api, "shop", "web"), timeout=30)  # FailedScheduling
+            await asyncio.to_thread(run_lines, control_plane, "tutorial-uncordon", REPO)
+            await wait_bound(api, "shop", 1)
+            wanted = ("NAME", "STATUS", "NODE")
+            shown = await asyncio.to_thread(get, "pod", "-n", "shop")
+            assert columns(shown, wanted) == columns(block("tutorial-scheduled"), wanted)
+
+            await asyncio.to_thread(run_lines, control_plane, "tutorial-typo", REPO)
+            rejected = await wait_for(lambda: accepted(2), timeout=30)
+            assert rejected["status"] == "False"
+            said = re.search(r"`(spec\.priorities[^`]+) \(accepted: \.\.\.\)`", pages()["docs/tutorial.md"])
+            assert said and rejected["message"].startswith(said[1]), rejected["message"]
+            wanted = ("NAME", "ACCEPTED", "ACTIVE", "REASON")
+            shown = await asyncio.to_thread(get, "schedpol", "kubesched")
+            assert columns(shown, wanted) == columns(block("tutorial-rejected"), wanted)
+
+            *_, explained = await asyncio.to_thread(run_lines, control_plane, "tutorial-fix", REPO)
+            assert (await wait_for(lambda: accepted(3), timeout=30))["status"] == "True"
+            assert appears_in_order(block("tutorial-explain-fixed"), explained), explained
+    finally:
+        await request(api, "DELETE", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kubesched")
