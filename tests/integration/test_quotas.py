@@ -26,51 +26,13 @@ from kubesched_dev.fixtures import CRD_PATH, create_nodes, install_crds, make_no
 from .kubeapi import pods_by_name, wait_bound
 from .kubesched_process import KubeschedProcess
 from .podgroups import create_object, delete_namespace, failed_scheduling, member, node_of, pod_group
+from .quotas import create_quota, delete_quotas, elastic_quota, wait_used
 
 HERE = Path(__file__).parent
 REPO = HERE.parents[1]
 THEIRS = HERE / "scheduler_plugins_elasticquota_crd.yaml"
 CRD_NAME = "elasticquotas.scheduling.x-k8s.io"
-API = "/apis/scheduling.x-k8s.io/v1alpha1"
 GPU = "example.com/gpu"
-
-
-def quotas_path(namespace: str) -> str:
-    return f"{API}/namespaces/{namespace}/elasticquotas"
-
-
-def elastic_quota(
-    name: str, namespace: str, min: Mapping[str, Any], max: Mapping[str, Any]
-) -> dict[str, Any]:
-    return {
-        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
-        "kind": "ElasticQuota",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"min": dict(min), "max": dict(max)},
-    }
-
-
-async def create_quota(api: ApiClient, manifest: Mapping[str, Any]) -> None:
-    status, reply = await request(api, "POST", quotas_path(manifest["metadata"]["namespace"]), manifest)
-    assert status == 201, reply
-
-
-async def used(api: ApiClient, namespace: str, name: str) -> dict[str, Any] | None:
-    status, reply = await request(api, "GET", f"{quotas_path(namespace)}/{name}")
-    assert status == 200, reply
-    found: dict[str, Any] | None = (reply.get("status") or {}).get("used")
-    return found
-
-
-async def wait_used(api: ApiClient, namespace: str, name: str, expected: Mapping[str, str]) -> None:
-    seen: list[Any] = []
-
-    async def written() -> bool:
-        seen.append(await used(api, namespace, name))
-        return seen[-1] == expected
-
-    await wait_for(written, timeout=60, interval=0.3, message=f"{namespace}/{name} status.used {expected}")
-    print(f"{namespace}/{name} status.used: {seen[-1]}")
 
 
 async def wait_refused(api: ApiClient, namespace: str, pod: str, needle: str) -> list[str]:
@@ -102,8 +64,7 @@ async def namespaces(api: ApiClient) -> AsyncIterator[list[str]]:
     made: list[str] = []
     yield made
     for namespace in made:
-        status, reply = await request(api, "DELETE", quotas_path(namespace))
-        assert status in (200, 404), reply
+        await delete_quotas(api, namespace)
         await delete_namespace(api, namespace)
 
 
