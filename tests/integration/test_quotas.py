@@ -1,7 +1,8 @@
 """ElasticQuotas on a real API server, with `kubesched run` as a process: KEP 9's story 1 (borrowing up
 to max, then waiting with the quota named), a gang its quota cannot hold, life under
 scheduler-plugins' own CRD (scheduler_plugins_elasticquota_crd.yaml), and reclaim by preemption:
-a quota under its min takes back what it lent, and nothing more (issue 36's acceptance cases).
+a quota under its min takes back what it lent, and nothing more (issue 36's acceptance cases);
+and every case of scheduler-plugins' own integration test, binding the pods it expects.
 
 Upstream: kubernetes-sigs/scheduler-plugins, pkg/capacityscheduling/ and
 test/integration/capacity_scheduling_test.go; kep/9-capacity-scheduling. Run with -s to read what was seen.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,57 +22,20 @@ import yaml
 from kubernetes_asyncio.client import ApiClient
 
 from kubesched.kube.client import request
+from kubesched.model.quota import in_one_unit
 from kubesched_dev import fixtures as testing
 from kubesched_dev.fixtures import CRD_PATH, create_nodes, install_crds, make_node, make_pod, wait_for
 
 from .kubeapi import pods_by_name, wait_bound
 from .kubesched_process import KubeschedProcess
 from .podgroups import create_object, delete_namespace, failed_scheduling, member, node_of, pod_group
+from .quotas import create_quota, delete_quotas, elastic_quota, wait_used
 
 HERE = Path(__file__).parent
 REPO = HERE.parents[1]
 THEIRS = HERE / "scheduler_plugins_elasticquota_crd.yaml"
 CRD_NAME = "elasticquotas.scheduling.x-k8s.io"
-API = "/apis/scheduling.x-k8s.io/v1alpha1"
 GPU = "example.com/gpu"
-
-
-def quotas_path(namespace: str) -> str:
-    return f"{API}/namespaces/{namespace}/elasticquotas"
-
-
-def elastic_quota(
-    name: str, namespace: str, min: Mapping[str, Any], max: Mapping[str, Any]
-) -> dict[str, Any]:
-    return {
-        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
-        "kind": "ElasticQuota",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"min": dict(min), "max": dict(max)},
-    }
-
-
-async def create_quota(api: ApiClient, manifest: Mapping[str, Any]) -> None:
-    status, reply = await request(api, "POST", quotas_path(manifest["metadata"]["namespace"]), manifest)
-    assert status == 201, reply
-
-
-async def used(api: ApiClient, namespace: str, name: str) -> dict[str, Any] | None:
-    status, reply = await request(api, "GET", f"{quotas_path(namespace)}/{name}")
-    assert status == 200, reply
-    found: dict[str, Any] | None = (reply.get("status") or {}).get("used")
-    return found
-
-
-async def wait_used(api: ApiClient, namespace: str, name: str, expected: Mapping[str, str]) -> None:
-    seen: list[Any] = []
-
-    async def written() -> bool:
-        seen.append(await used(api, namespace, name))
-        return seen[-1] == expected
-
-    await wait_for(written, timeout=60, interval=0.3, message=f"{namespace}/{name} status.used {expected}")
-    print(f"{namespace}/{name} status.used: {seen[-1]}")
 
 
 async def wait_refused(api: ApiClient, namespace: str, pod: str, needle: str) -> list[str]:
@@ -102,8 +67,7 @@ async def namespaces(api: ApiClient) -> AsyncIterator[list[str]]:
     made: list[str] = []
     yield made
     for namespace in made:
-        status, reply = await request(api, "DELETE", quotas_path(namespace))
-        assert status in (200, 404), reply
+        await delete_quotas(api, namespace)
         await delete_namespace(api, namespace)
 
 
@@ -340,37 +304,223 @@ async def test_reclaim_takes_back_to_the_min_and_no_further(
     assert not node_of((await pods_by_name(api, b))["b2"])
 
 
-async def test_a_borrowing_quota_cannot_evict_another_quotas_pods(
-    api: ApiClient, kubesched: KubeschedProcess, namespaces: list[str]
+# ------------------------------------------------- scheduler-plugins' integration test, case by case
+
+# kubernetes-sigs/scheduler-plugins, test/integration/capacity_scheduling_test.go (TestCapacityScheduling):
+# its two nodes (cpu 100, memory 100 bytes, 32 pods), its quotas, its pods in their order, and the
+# pods it expects bound. Its priorities (test/integration/utils.go): low 0, mid 100, high 1000.
+UP_LOW, UP_MID, UP_HIGH = 0, 100, 1000
+
+
+@dataclass(frozen=True)
+class UpstreamPod:
+    """util.MakePod(name, namespace, memReq, cpuReq (milli), priority, uid, nodeName)."""
+
+    name: str
+    ns: int  # 1 for upstream's ns1, ...
+    memory: int
+    milli_cpu: int
+    priority: int
+    node: int = 0  # 1 for fake-node-1, 2 for fake-node-2; 0: added, for the scheduler to place
+
+
+@dataclass(frozen=True)
+class UpstreamCase:
+    name: str  # upstream's, verbatim
+    quotas: tuple[tuple[int, Mapping[str, str], Mapping[str, str]], ...]  # (ns, min, max), named eq<ns>
+    exist: tuple[UpstreamPod, ...]
+    add: tuple[UpstreamPod, ...]
+    expected: frozenset[str]  # upstream's expectedPods
+    refused: Mapping[str, str] = field(default_factory=dict)  # pod -> what its FailedScheduling says
+
+
+def _pods(*specs: tuple[str, int, int, int, int, int]) -> tuple[UpstreamPod, ...]:
+    return tuple(UpstreamPod(*spec) for spec in specs)
+
+
+_EQ = ({"memory": "100", "cpu": "100m"}, {"memory": "200", "cpu": "200m"})
+TOTAL = "the quotas' total use would pass the sum of their mins"
+UPSTREAM_CASES = (
+    UpstreamCase(
+        "cross-namespace preemption",
+        ((1, *_EQ), (2, *_EQ)),
+        _pods(
+            ("t1-p1", 1, 50, 10, UP_MID, 1), ("t1-p2", 1, 50, 10, UP_MID, 1), ("t1-p3", 1, 50, 10, UP_LOW, 2)
+        ),
+        _pods(
+            ("t1-p4", 2, 50, 10, UP_MID, 0), ("t1-p5", 2, 50, 10, UP_MID, 0), ("t1-p6", 2, 50, 10, UP_LOW, 0)
+        ),
+        frozenset({"t1-p1", "t1-p2", "t1-p4", "t1-p5"}),
+        {"t1-p6": TOTAL},
+    ),
+    UpstreamCase(
+        "in-namespace preemption",
+        ((1, *_EQ), (2, *_EQ)),
+        _pods(
+            ("t2-p1", 1, 50, 10, UP_MID, 1),
+            ("t2-p2", 1, 50, 10, UP_LOW, 1),
+            ("t2-p3", 2, 50, 10, UP_MID, 2),
+            ("t2-p4", 2, 50, 10, UP_LOW, 2),
+        ),
+        _pods(("t2-p5", 1, 50, 10, UP_MID, 0), ("t2-p6", 2, 50, 10, UP_MID, 0)),
+        frozenset({"t2-p1", "t2-p3", "t2-p5", "t2-p6"}),
+    ),
+    UpstreamCase(
+        "regular preemption without Elastic Quota",
+        (),
+        _pods(
+            ("t3-p1", 1, 50, 10, UP_HIGH, 1),
+            ("t3-p2", 1, 50, 10, UP_LOW, 1),
+            ("t3-p3", 2, 50, 10, UP_HIGH, 2),
+            ("t3-p4", 2, 50, 10, UP_LOW, 2),
+        ),
+        _pods(("t3-p5", 1, 50, 10, UP_MID, 0), ("t3-p6", 2, 50, 10, UP_MID, 0)),
+        frozenset({"t3-p1", "t3-p3", "t3-p5", "t3-p6"}),
+    ),
+    UpstreamCase(
+        "in-namespace preemption failed because it can't find node which is suitable for preemption",
+        ((1, *_EQ), (2, *_EQ)),
+        _pods(
+            ("t4-p1", 1, 50, 10, UP_MID, 1),
+            ("t4-p2", 1, 50, 10, UP_MID, 1),
+            ("t4-p3", 1, 50, 10, UP_LOW, 2),
+            ("t4-p4", 2, 50, 10, UP_MID, 2),
+        ),
+        _pods(("t4-p5", 1, 150, 10, UP_HIGH, 0), ("t4-p6", 2, 150, 10, UP_HIGH, 0)),
+        frozenset({"t4-p1", "t4-p2", "t4-p3", "t4-p4"}),
+        {"t4-p5": "over max: memory 300 > 200", "t4-p6": TOTAL},
+    ),
+    UpstreamCase(
+        "pod subjects to overused quota can't preempt pods subjects to other quotas",
+        ((1, *_EQ), (2, *_EQ)),
+        _pods(
+            ("t5-p1", 1, 50, 10, UP_MID, 1),
+            ("t5-p2", 2, 50, 10, UP_HIGH, 1),
+            ("t5-p3", 2, 50, 10, UP_HIGH, 2),
+            ("t5-p4", 2, 50, 10, UP_HIGH, 2),
+        ),
+        _pods(("t5-p5", 2, 50, 10, UP_HIGH, 0)),
+        frozenset({"t5-p1", "t5-p2", "t5-p3", "t5-p4"}),
+        {"t5-p5": TOTAL},
+    ),
+    UpstreamCase(
+        "cross-node preemption isn't supported",
+        ((1, *_EQ), (2, *_EQ)),
+        _pods(
+            ("t6-p1", 1, 50, 10, UP_LOW, 1),
+            ("t6-p2", 1, 50, 10, UP_LOW, 2),
+            ("t6-p3", 2, 50, 10, UP_MID, 1),
+            ("t6-p4", 2, 50, 10, UP_MID, 2),
+        ),
+        _pods(("t6-p5", 1, 100, 20, UP_HIGH, 0), ("t6-p6", 2, 100, 20, UP_HIGH, 0)),
+        frozenset({"t6-p1", "t6-p2", "t6-p3", "t6-p4"}),
+        {"t6-p5": TOTAL, "t6-p6": TOTAL},
+    ),
+    UpstreamCase(
+        "cross-namespace preemption with three elasticquota",
+        (
+            (1, {"memory": "100", "cpu": "1m"}, {"memory": "200", "cpu": "3m"}),
+            (2, {"memory": "100", "cpu": "3m"}, {"memory": "200", "cpu": "3m"}),
+            (3, {"memory": "100", "cpu": "3m"}, {"memory": "200", "cpu": "4m"}),
+        ),
+        _pods(
+            ("t7-p1", 1, 0, 1, UP_HIGH, 1),
+            ("t7-p2", 1, 0, 1, UP_MID, 2),
+            ("t7-p3", 1, 0, 1, UP_MID, 2),
+            ("t7-p5", 2, 0, 1, UP_MID, 2),
+            ("t7-p6", 2, 0, 1, UP_MID, 1),
+            ("t7-p7", 2, 0, 1, UP_MID, 2),
+        ),
+        _pods(
+            ("t7-p9", 3, 0, 1, UP_MID, 0),
+            ("t7-p10", 3, 0, 1, UP_MID, 0),
+            ("t7-p11", 3, 0, 1, UP_MID, 0),
+            ("t7-p12", 3, 0, 1, UP_MID, 0),
+        ),
+        frozenset({"t7-p1", "t7-p5", "t7-p6", "t7-p7", "t7-p9", "t7-p10", "t7-p11"}),
+        {"t7-p12": TOTAL},
+    ),
+)
+
+
+@pytest.mark.parametrize("case", UPSTREAM_CASES, ids=lambda c: c.exist[0].name[:2])
+async def test_scheduler_plugins_integration_case(
+    api: ApiClient, kubesched: KubeschedProcess, namespaces: list[str], case: UpstreamCase
 ) -> None:
-    """(5) scheduler-plugins' integration case "pod subjects to overused quota can't preempt pods
-    subjects to other quotas": ns2, over its min, asks for more at a high priority; ns1's
-    lower-priority pod stays and the pod waits."""
-    ns1, ns2 = [await new_namespace(api, namespaces, x) for x in ("ns1", "ns2")]
-    selector = {"quota-test": ns1}
-    nodes = [f"{ns1}-node-{i}" for i in (1, 2)]
-    await create_nodes(api, [make_node(n, cpu="100", memory="100", labels=selector) for n in nodes])
-    for name, namespace in (("eq1", ns1), ("eq2", ns2)):
-        limits = ({"memory": "100", "cpu": "100m"}, {"memory": "200", "cpu": "200m"})
-        await create_quota(api, elastic_quota(name, namespace, *limits))
-    small = {"memory": "50", "cpu": "10m"}
-    await testing.create_pods(
-        api,
-        [
-            running("t5-p1", ns1, nodes[0], MID, **small),
-            running("t5-p2", ns2, nodes[0], HIGH, **small),
-            running("t5-p3", ns2, nodes[1], HIGH, **small),
-            running("t5-p4", ns2, nodes[1], HIGH, **small),
-        ],
+    """Each case of upstream's TestCapacityScheduling binds the pods it expects. Upstream only waits
+    for those; here nothing else may be bound either: the existing pods it does not expect are
+    evicted (one Preempted event each), the added ones wait with their quota's rule named. Case t5
+    is issue 36's acceptance case 5 (a borrowing quota cannot evict another quota's pods)."""
+    count = max(p.ns for p in case.exist + case.add)
+    ns = {i: await new_namespace(api, namespaces, f"ns{i}") for i in range(1, count + 1)}
+    selector = {"quota-test": ns[1]}
+    nodes = {i: f"{ns[1]}-fake-node-{i}" for i in (1, 2)}
+    await create_nodes(
+        api, [make_node(n, cpu="100", memory="100", pods="32", labels=selector) for n in nodes.values()]
     )
-    await wait_used(api, ns2, "eq2", {"memory": "150", "cpu": "30m"})
-    added = make_pod("t5-p5", ns2, kubesched.scheduler_name, node_selector=selector, priority=HIGH, **small)
-    await testing.create_pods(api, [added])
-    await wait_refused(api, ns2, "t5-p5", f"ElasticQuota {ns2}/eq2: the quotas' total use would pass")
-    assert set(await pods_by_name(api, ns1)) == {"t5-p1"}
-    assert set(await pods_by_name(api, ns2)) == {"t5-p2", "t5-p3", "t5-p4", "t5-p5"}
-    assert not node_of((await pods_by_name(api, ns2))["t5-p5"])
-    assert await preempted(api, ns1) == {} and await preempted(api, ns2) == {}
+    for i, low, high in case.quotas:
+        await create_quota(api, elastic_quota(f"eq{i}", ns[i], low, high))
+
+    def manifest(pod: UpstreamPod) -> dict[str, Any]:
+        requests = {"memory": str(pod.memory), "cpu": f"{pod.milli_cpu}m"}
+        if pod.node:
+            return running(pod.name, ns[pod.ns], nodes[pod.node], pod.priority, **requests)
+        made = make_pod(
+            pod.name,
+            ns[pod.ns],
+            kubesched.scheduler_name,
+            node_selector=selector,
+            priority=pod.priority,
+            **requests,
+        )
+        made["spec"]["terminationGracePeriodSeconds"] = 0
+        return made
+
+    await testing.create_pods(api, [manifest(p) for p in case.exist])
+    for i, _, _ in case.quotas:  # the scheduler counts the existing pods before any is added
+        mine = [p for p in case.exist if p.ns == i]
+        await wait_used(
+            api,
+            ns[i],
+            f"eq{i}",
+            {
+                "cpu": in_one_unit("cpu", sum(p.milli_cpu for p in mine))[0],
+                "memory": in_one_unit("memory", sum(p.memory for p in mine))[0],
+            },
+        )
+    for pod in case.add:  # one by one, in upstream's order
+        await testing.create_pods(api, [manifest(pod)])
+
+    every = {p.name: p for p in case.exist + case.add}
+    seen: dict[str, str] = {}  # pod -> its node, or "" while pending, of the pods still there
+
+    async def settled() -> bool:
+        seen.clear()
+        for namespace in ns.values():
+            seen.update({name: node_of(p) for name, p in (await pods_by_name(api, namespace)).items()})
+        return {name for name, node in seen.items() if node} == case.expected and not (
+            set(seen) & {p.name for p in case.exist} - case.expected
+        )
+
+    try:
+        await wait_for(settled, timeout=60, interval=0.3)
+    except TimeoutError:
+        raise AssertionError(
+            f"{case.name}: pods and nodes {seen}, expected bound {sorted(case.expected)}"
+        ) from None
+    print(f"{case.name}: {seen}")
+    pending = {p.name for p in case.add} - case.expected
+    for name in sorted(pending):
+        pod = every[name]
+        needle = f"ElasticQuota {ns[pod.ns]}/eq{pod.ns}: {case.refused[name]}"
+        await wait_refused(api, ns[pod.ns], name, needle)
+    victims = {p.name for p in case.exist} - case.expected
+    events: dict[str, list[str]] = {}
+    for namespace in ns.values():
+        events.update(await preempted(api, namespace))
+    print(f"Preempted: {events}")
+    assert set(events) == victims and all(len(m) == 1 for m in events.values()), events
+    assert await settled(), f"{case.name}: it changed after the refusals: {seen}"
 
 
 async def test_within_a_quota_only_its_lower_priority_pods_are_evicted(

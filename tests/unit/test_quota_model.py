@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubesched.model.objects import Pod, pod_from_dict
-from kubesched.model.quota import QuotaState, elastic_quota_from_dict, over
+from kubesched.model.quota import QuotaState, elastic_quota_from_dict, in_one_unit, over
 
 
 def quota(namespace: str, created: str = "2026-01-01T00:00:00Z", **spec: Any) -> Any:
@@ -75,3 +75,11 @@ def test_aggregated_use_against_the_sum_of_mins() -> None:
     state = QuotaState.build(quotas, [pod("a", cpu="3")])
     assert state.aggregated_over_min({"cpu": 1000}) == []
     assert state.aggregated_over_min({"cpu": 1001}) == ["cpu"]
+
+
+def test_amounts_are_written_in_the_largest_unit_that_writes_them_all() -> None:
+    assert in_one_unit("cpu", 100, 14900) == ("100m", "14900m")
+    assert in_one_unit("cpu", 2000, 0) == ("2", "0")
+    assert in_one_unit("memory", 2 << 30, 1 << 30) == ("2Gi", "1Gi")
+    assert in_one_unit("memory", 0) == ("0",)
+    assert in_one_unit("memory", 0, 1 << 20) == ("0Mi", "1Mi")

@@ -76,8 +76,9 @@ _UNITS: Final[Mapping[str, Units]] = {CPU: _CPU_UNITS, MEMORY: _BYTE_UNITS, EPHE
 
 def in_one_unit(name: str, *values: int) -> tuple[str, ...]:
     """`values` of resource `name` written in the largest unit that writes them all exactly:
-    cpu 100 and 14900 (millicores) read "100m", "14900m"; memory 2Gi and 1Gi "2Gi", "1Gi"."""
-    units = _UNITS.get(name, ())
+    cpu 100 and 14900 (millicores) read "100m", "14900m"; memory 2Gi and 1Gi "2Gi", "1Gi"; zeros
+    alone "0" (any unit writes them, and "0Ti" would read oddly in a status)."""
+    units = _UNITS.get(name, ()) if any(values) else ()
     suffix, size = next(((u, n) for u, n in units if all(v % n == 0 for v in values)), ("", 1))
     return tuple(f"{v // size}{suffix}" for v in values)
 
