@@ -13,7 +13,7 @@ PYTEST_ARGS ?=
 # The development package (local control plane, fixtures) is not installed: it lives in hack/.
 DEVPY := env PYTHONPATH=$(CURDIR)/hack $(BIN)/python
 
-.PHONY: all venv k8s lint fmt test test-unit test-integration test-reliability run cluster-up cluster-down demo bench soak clean
+.PHONY: all venv k8s lint fmt docs docs-check test test-unit test-integration test-reliability run cluster-up cluster-down demo bench soak clean
 
 all: test
 
@@ -52,7 +52,19 @@ test-unit: venv
 test-integration: venv k8s promtool
 	$(BIN)/pytest tests/integration tests/e2e -q $(PYTEST_ARGS)
 
-test: venv k8s promtool lint
+# The docs site (mkdocs.yml, docs/) into site/. The reference pages and the benchmark table are
+# generated from the code as it builds (hack/kubesched_dev/docs.py).
+MKDOCS := env PYTHONPATH=$(CURDIR)/hack NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs
+docs: venv
+	$(MKDOCS) build --strict
+
+# In `make test`: a broken link, a page missing from the nav or a failing generator fails the build.
+# Its output only when it fails (--quiet would hide the warnings that --strict counts).
+docs-check: venv
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	  $(MKDOCS) build --strict --site-dir "$$tmp/site" >"$$tmp/log" 2>&1 || { cat "$$tmp/log"; exit 1; }
+
+test: venv k8s promtool lint docs-check
 	$(BIN)/pytest tests -q -m "not slow" --durations=15 $(PYTEST_ARGS)
 
 # Everything, the long variants marked `slow` included (failover with kube-scheduler's 15/10/2 s timings,
@@ -93,7 +105,7 @@ soak: venv k8s
 	$(DEVPY) bench/soak.py $(SOAK_ARGS)
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis site
 
 # Regenerate the lock after changing dependencies in pyproject.toml. Pins already there stay where
 # they can; LOCK_ARGS=--upgrade (or --upgrade-package NAME) moves them to the newest allowed releases.

@@ -400,28 +400,27 @@ async def _main(args: argparse.Namespace) -> int:
     found_ratios = report.ratios(rows, names)
     results = {"meta": meta, "summary": rows, "ratios": found_ratios, "runs": runs}
     # Smoke runs keep only their latest result, and so do runs of other sizes, binders or fewer
-    # repeats; the full run a timestamped one and latest.*; an interrupted run stays in the log directory.
+    # repeats; the full run latest.* and a timestamped copy in runs/ (not committed: the tree keeps
+    # only latest.*); an interrupted run stays in the log directory.
     if interrupted:
-        stems, results_dir = ["interrupted"], log_dir
+        paths = [log_dir / "interrupted"]
+    elif args.quick:
+        paths = [args.results_dir / "quick-latest"]
+    elif is_full_run(args, schedulers, repeats):
+        paths = [args.results_dir / "latest", args.results_dir / "runs" / f"bench-{stamp}"]
     else:
-        if args.quick:
-            stems = ["quick-latest"]
-        elif is_full_run(args, schedulers, repeats):
-            stems = [f"bench-{stamp}", "latest"]
-        else:
-            stems = ["partial-latest"]
-        results_dir = args.results_dir
-    json_paths = report.write_json(results, [results_dir / f"{s}.json" for s in stems])
+        paths = [args.results_dir / "partial-latest"]
+    json_paths = report.write_json(results, [p.with_suffix(".json") for p in paths])
     print(report.table(rows, found_ratios, titles))
     print(f"\n{meta['note']}")
     print(f"results: {', '.join(str(p) for p in json_paths)}")
     if not args.no_plot and rows:
         from kubebench.plot import plot
 
-        png = plot(rows, names, titles, kinds, _heading(meta), results_dir / f"{stems[0]}.png", found_ratios)
-        for stem in stems[1:]:
-            (results_dir / f"{stem}.png").write_bytes(png.read_bytes())
-        print(f"plot: {', '.join(str(results_dir / f'{s}.png') for s in stems)}")
+        png = plot(rows, names, titles, kinds, _heading(meta), paths[0].with_suffix(".png"), found_ratios)
+        for path in paths[1:]:
+            path.with_suffix(".png").write_bytes(png.read_bytes())
+        print(f"plot: {', '.join(str(p.with_suffix('.png')) for p in paths)}")
     print(f"logs: {log_dir} (partial results as the runs went: {partial})")
     if interrupted:
         raise KeyboardInterrupt

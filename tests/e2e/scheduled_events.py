@@ -10,7 +10,7 @@ from datetime import datetime
 from kubernetes_asyncio.client import ApiClient
 
 from kubesched.kube.client import request
-from kubesched.kube.events import SCHEDULED
+from kubesched.kube.reasons import SCHEDULED
 from kubesched_dev.fixtures import wait_for
 
 from .replicas import Bind

@@ -11,7 +11,8 @@ from kubernetes_asyncio.client import ApiClient
 
 from kubesched.kube.client import TokenBucket, request
 from kubesched.kube.event_correlator import COMBINED_PREFIX
-from kubesched.kube.events import FAILED_SCHEDULING, NORMAL, SCHEDULED, WARNING, Recorder, scheduled_message
+from kubesched.kube.events import Recorder, scheduled_message
+from kubesched.kube.reasons import FAILED_SCHEDULING, NORMAL, SCHEDULED, WARNING
 from kubesched.model.objects import Pod, pod_from_dict
 from kubesched_dev.fixtures import create_pods, make_pod, wait_for
 

@@ -1,7 +1,8 @@
 """The monitoring kit against a running kubesched: every metric a dashboard panel or an alert names is
 one the process exports, scraped from its /metrics after real scheduling; and the kit's pieces build
 with the kubectl of the local Kubernetes build (whose kustomize, v2.0, knows no components) and,
-where a newer kustomize is at hand, together with the base as the README's overlay does."""
+where a newer kustomize is at hand, together with the base as the overlay of docs/how-to/monitoring.md
+does."""
 
 from __future__ import annotations
 

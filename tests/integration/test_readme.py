@@ -1,6 +1,5 @@
-"""The README's examples stay true: every block marked `<!-- readme-test: NAME -->` is run or
-validated here, against the real API server where it names Kubernetes objects, and its lists of
-predicates, priorities and metrics are the ones the code has."""
+"""The examples of README.md and docs/ stay true: every block marked `<!-- readme-test: NAME -->` is
+run or validated here, against the real API server where it names Kubernetes objects."""
 
 from __future__ import annotations
 
@@ -19,45 +18,25 @@ import pytest_asyncio
 import yaml
 from click.testing import CliRunner
 from kubernetes_asyncio.client import ApiClient
-from prometheus_client.metrics import MetricWrapperBase
-from prometheus_client.registry import Collector
 
 from kubesched.cli import main
 from kubesched.kube.client import request
-from kubesched.plugins import registry as plugins
 from kubesched.policy.store import API_GROUP, API_VERSION, PLURAL, compile_spec
-from kubesched.telemetry import metrics
 from kubesched_dev.devcluster import LocalControlPlane
-from kubesched_dev.fixtures import delete_namespace
+from kubesched_dev.fixtures import delete_namespace, wait_for
 
-REPO = Path(__file__).parents[2]
-README = (REPO / "README.md").read_text()
-MARKER = re.compile(
-    r"^<!-- readme-test: (?P<name>[\w-]+) -->\n(?:```\w*\n(?P<code>.*?)\n```$|(?P<text>.*?)(?=\n\n|\Z))",
-    re.M | re.S,
-)
+from ..doc_examples import HOMES, REPO, block, marked, pages
+from .kubeapi import events_for, wait_bound
+from .kubesched_process import KubeschedProcess
+
 POLICIES = f"/apis/{API_GROUP}/{API_VERSION}/{PLURAL}"
 
 
-def marked() -> dict[str, str]:
-    """Marked block name -> its text (a fenced block's code, else the paragraph or list that follows)."""
-    blocks: dict[str, str] = {}
-    for match in MARKER.finditer(README):
-        assert match["name"] not in blocks, f"two blocks marked {match['name']}"
-        blocks[match["name"]] = match["code"] if match["code"] is not None else match["text"]
-    return blocks
-
-
-BLOCKS = marked()
-
-
-def block(name: str) -> str:
-    assert name in BLOCKS, f"README.md has no block marked `readme-test: {name}`"
-    return BLOCKS[name]
-
-
-def listed(name: str) -> list[str]:
-    return re.findall(r"^- `(\w+)`", block(name), re.M)
+def test_every_marked_block_is_on_its_page_and_run_here() -> None:
+    """A block marked on a page but not in HOMES would be run by nothing."""
+    for name in HOMES:
+        block(name)
+    assert set(marked()) == set(HOMES)
 
 
 def run_kubectl(
@@ -80,7 +59,7 @@ def commands(name: str) -> Iterator[list[str]]:
 
 
 def kubesched(control_plane: LocalControlPlane, command: list[str], cwd: Path) -> str:
-    """A README's `kubesched ...` line (`< FILE` included) run in `cwd` against the test's API server."""
+    """A page's `kubesched ...` line (`< FILE` included) run in `cwd` against the test's API server."""
     assert command[0] == "kubesched"
     stdin = None
     if "<" in command:
@@ -98,12 +77,13 @@ def kubesched(control_plane: LocalControlPlane, command: list[str], cwd: Path) -
 FILE_NAMED = re.compile(r"[\w.-][\w./-]*(\.json|\.ya?ml|/)")
 
 
-def test_every_file_a_readme_command_names_is_at_hand() -> None:
-    """Each file a `sh` block names is in the checkout, written by an earlier command of the block
-    (`> FILE`, `snapshot save FILE`), or one the README gives (`Given `FILE`:`): a reader running
-    the commands from the checkout has it."""
-    given = set(re.findall(r"Given `([^`]+)`:", README))
-    for code in re.findall(r"^```sh\n(.*?)^```$", README, re.M | re.S):
+def test_every_file_a_documented_command_names_is_at_hand() -> None:
+    """Each file a `sh` block of README.md or docs/ names is in the checkout, written by an earlier
+    command of the block (`> FILE`, `snapshot save FILE`), or one a page gives (`Given `FILE`:`): a
+    reader running the commands from the checkout has it."""
+    texts = pages().values()
+    given = {file for text in texts for file in re.findall(r"Given `([^`]+)`:", text)}
+    for code in (code for text in texts for code in re.findall(r"^```sh\n(.*?)^```$", text, re.M | re.S)):
         written: set[str] = set()
         for line in code.splitlines():
             words = shlex.split(line, comments=True)
@@ -111,52 +91,6 @@ def test_every_file_a_readme_command_names_is_at_hand() -> None:
             for word in words:
                 if FILE_NAMED.fullmatch(word):
                     assert (REPO / word).exists() or word in written | given, f"{word!r} in: {line}"
-
-
-# ------------------------------------------------------------------------------------ the lists
-
-
-@pytest.mark.parametrize(
-    ("name", "registry", "aliases"),
-    [
-        ("predicates", set(plugins.PREDICATES), plugins.PREDICATE_ALIASES),
-        ("priorities", set(plugins.PRIORITIES) | plugins.SKIPPED_PRIORITIES, plugins.PRIORITY_ALIASES),
-    ],
-)
-def test_every_predicate_and_priority_is_listed_once_with_its_aliases(
-    name: str, registry: set[str], aliases: dict[str, str]
-) -> None:
-    names = listed(name)
-    assert len(names) == len(set(names))
-    assert set(names) == registry
-    lines = {re.match(r"- `(\w+)`", line)[1]: line for line in block(name).splitlines()}  # type: ignore[index]
-    for alias, target in aliases.items():
-        if alias in ("ServiceAffinity", "RequestedToCapacityRatio"):
-            continue  # plugin names accepted as priority names, not legacy aliases a user would look for
-        assert f"alias `{alias}`" in lines[target], alias
-
-
-def exported_metrics() -> dict[str, set[str]]:
-    """Metric name -> label names, for every metric kubesched.telemetry.metrics defines."""
-    exported = {}
-    for collector in vars(metrics).values():
-        if isinstance(collector, MetricWrapperBase):
-            suffix = "_total" if collector._type == "counter" else ""
-            exported[collector._name + suffix] = set(collector._labelnames)
-        elif Collector in type(collector).__mro__:  # collected at scrape time: its family says
-            for family in collector.collect():
-                suffix = "_total" if family.type == "counter" else ""
-                exported[family.name + suffix] = set(getattr(family, "_labelnames", ()))
-    return exported
-
-
-def test_the_metrics_table_is_what_the_process_exports() -> None:
-    documented = {}
-    for row in block("metrics").splitlines()[2:]:
-        metric, labels = (cell.strip() for cell in row.strip("|").split("|")[:2])
-        labels = re.sub(r"\([^)]*\)", "", labels)  # the values in parentheses
-        documented[metric.strip("`")] = set(re.findall(r"`(\w+)`", labels))
-    assert documented == exported_metrics()
 
 
 # ------------------------------------------------------------------------------- install and pods
@@ -168,11 +102,12 @@ def kubesched_namespace(control_plane: LocalControlPlane) -> None:
     kubectl(control_plane, ["apply", "-f", "manifests/namespace.yaml"])
 
 
+@pytest.mark.parametrize("name", ["install", "readme-install"])
 def test_the_install_commands_pass_on_the_api_server(
-    control_plane: LocalControlPlane, kubesched_namespace: None
+    control_plane: LocalControlPlane, kubesched_namespace: None, name: str
 ) -> None:
     ran = []
-    for command in commands("install"):
+    for command in commands(name):
         assert command[0] == "kubectl"
         args = command[1:]
         if args[0] == "apply":
@@ -213,15 +148,16 @@ def server_accepts_policy(control_plane: LocalControlPlane, manifest: dict[str, 
     compile_spec(manifest["spec"], "kubesched")  # what the operator would say: raises PolicyError
 
 
+@pytest.mark.parametrize("name", ["policy", "readme-policy"])
 def test_the_policy_example_is_accepted_by_the_schema_and_the_operator(
-    control_plane: LocalControlPlane,
+    control_plane: LocalControlPlane, name: str
 ) -> None:
-    manifest = yaml.safe_load(block("policy"))
+    manifest = yaml.safe_load(block(name))
     server_accepts_policy(control_plane, manifest)
     assert compile_spec(manifest["spec"], "kubesched")[0] == "kubesched-batch"
 
 
-def test_policy_convert_prints_what_the_readme_shows(
+def test_policy_convert_prints_what_the_docs_show(
     control_plane: LocalControlPlane, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (command,) = commands("convert")
@@ -237,7 +173,7 @@ def test_policy_convert_prints_what_the_readme_shows(
 # ------------------------------------------------------------------------------------- PodGroups
 
 
-def test_a_podgroup_of_the_old_api_group_is_refused_as_the_readme_says(
+def test_a_podgroup_of_the_old_api_group_is_refused_as_the_docs_say(
     control_plane: LocalControlPlane, namespace: str
 ) -> None:
     note = " ".join(block("podgroup-old-group").split())
@@ -257,7 +193,7 @@ def test_a_podgroup_of_the_old_api_group_is_refused_as_the_readme_says(
 # ---------------------------------------------------------------------------------------- explain
 
 
-def test_the_example_file_holds_the_readme_pod() -> None:
+def test_the_example_file_holds_the_tutorial_pod() -> None:
     shown = yaml.safe_load(block("pod"))
     documents = yaml.safe_load_all((REPO / "examples/pending-pod.yaml").read_text())
     (pod,) = (d for d in documents if d["kind"] == "Pod")
@@ -266,8 +202,8 @@ def test_the_example_file_holds_the_readme_pod() -> None:
 
 @pytest_asyncio.fixture
 async def shop(api: ApiClient, control_plane: LocalControlPlane) -> AsyncIterator[None]:
-    """The README's pod on the README's nodes, under the default policy of `manifests/`: what the
-    README's commands create."""
+    """The tutorial's pod on its nodes, under the default policy of `manifests/`: what the tutorial's
+    commands create."""
     pod = yaml.safe_load(block("pod"))
     await delete_namespace(api, pod["metadata"]["namespace"])
     await request(api, "DELETE", f"{POLICIES}/kubesched")  # so that it is generation 1, as shown
@@ -282,8 +218,14 @@ async def shop(api: ApiClient, control_plane: LocalControlPlane) -> AsyncIterato
     await delete_namespace(api, pod["metadata"]["namespace"])
 
 
+def test_the_readme_excerpt_of_explain_is_the_tutorial_output() -> None:
+    excerpt = block("readme-explain-excerpt")
+    shown = block("explain-output")
+    assert shown.endswith("\n" + excerpt) and excerpt.count("\n") >= 5
+
+
 @pytest.mark.usefixtures("shop")
-async def test_explain_prints_what_the_readme_shows(control_plane: LocalControlPlane) -> None:
+async def test_explain_prints_what_the_tutorial_shows(control_plane: LocalControlPlane) -> None:
     (command,) = commands("explain")
     assert command[:2] == ["kubesched", "explain"]
     argv = [sys.executable, "-m", "kubesched", *command[1:], "--kubeconfig", str(control_plane.kubeconfig)]
@@ -294,7 +236,7 @@ async def test_explain_prints_what_the_readme_shows(control_plane: LocalControlP
 
 @pytest.mark.usefixtures("shop")
 async def test_the_simulate_commands_run_as_written(control_plane: LocalControlPlane, tmp_path: Path) -> None:
-    """From a checkout (its examples/) where the README's old-policy.json was saved."""
+    """From a checkout (its examples/) where the old-policy.json of docs/how-to/migrate.md was saved."""
     (tmp_path / "examples").symlink_to(REPO / "examples")
     (tmp_path / "old-policy.json").write_text(block("legacy-policy"))
     outputs = [await asyncio.to_thread(kubesched, control_plane, c, tmp_path) for c in commands("simulate")]
@@ -302,3 +244,73 @@ async def test_the_simulate_commands_run_as_written(control_plane: LocalControlP
     assert (tmp_path / "cluster.json").exists()
     assert outputs[-1] == block("explain-output") + "\n"  # offline, from the same file
     server_accepts_policy(control_plane, yaml.safe_load((REPO / "examples/policies/pack.yaml").read_text()))
+
+
+# ------------------------------------------------------------------------------------- the tutorial
+
+
+def columns(table: str, wanted: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """The `wanted` columns of a kubectl table, row by row (AGE and the like vary from run to run)."""
+    header, *rows = table.splitlines()
+    starts = [header.index(f"{name} ") if f"{name} " in header else header.index(name) for name in wanted]
+    return [tuple(row[start:].split()[0] for start in starts) for row in rows]
+
+
+def appears_in_order(excerpt: str, output: str) -> bool:
+    """Every line of `excerpt` but its `...` elisions is a line of `output`, in that order."""
+    lines = iter(output.splitlines())
+    return all(any(line == shown for line in lines) for shown in excerpt.splitlines() if shown != "...")
+
+
+def run_lines(control_plane: LocalControlPlane, name: str, cwd: Path) -> list[str]:
+    """Each command of the block marked `name`, kubectl's or kubesched's, and its output."""
+    outputs = []
+    for command in commands(name):
+        if command[0] == "kubesched":
+            outputs.append(kubesched(control_plane, command, cwd))
+        else:
+            assert command[0] == "kubectl", command
+            outputs.append(kubectl(control_plane, command[1:]))
+    return outputs
+
+
+@pytest.mark.usefixtures("shop")
+async def test_the_tutorial_schedules_the_pod_and_takes_a_live_policy_edit(
+    api: ApiClient, control_plane: LocalControlPlane, tmp_path: Path
+) -> None:
+    """Steps 4 to 6 of docs/tutorial.md, with `make run`'s scheduler, from the cluster of step 2."""
+
+    async def accepted(generation: int) -> dict[str, Any] | None:
+        _, body = await request(api, "GET", f"{POLICIES}/kubesched")
+        conditions = body.get("status", {}).get("conditions", [])
+        ours = (c for c in conditions if c["type"] == "Accepted" and c["observedGeneration"] == generation)
+        return next(ours, None)
+
+    def get(*args: str) -> str:
+        return kubectl(control_plane, ["get", *args, "-o", "wide"])
+
+    args = ["--policy-config-file", str(REPO / "examples/policies/seed-policy.json")]
+    try:
+        with KubeschedProcess(control_plane.kubeconfig, "kubesched", tmp_path, args) as scheduler:
+            scheduler.wait_for_log("leader_elected")
+            await wait_for(lambda: events_for(api, "shop", "web"), timeout=30)  # FailedScheduling
+            await asyncio.to_thread(run_lines, control_plane, "tutorial-uncordon", REPO)
+            await wait_bound(api, "shop", 1)
+            wanted = ("NAME", "STATUS", "NODE")
+            shown = await asyncio.to_thread(get, "pod", "-n", "shop")
+            assert columns(shown, wanted) == columns(block("tutorial-scheduled"), wanted)
+
+            await asyncio.to_thread(run_lines, control_plane, "tutorial-typo", REPO)
+            rejected = await wait_for(lambda: accepted(2), timeout=30)
+            assert rejected["status"] == "False"
+            said = re.search(r"`(spec\.priorities[^`]+) \(accepted: \.\.\.\)`", pages()["docs/tutorial.md"])
+            assert said and rejected["message"].startswith(said[1]), rejected["message"]
+            wanted = ("NAME", "ACCEPTED", "ACTIVE", "REASON")
+            shown = await asyncio.to_thread(get, "schedpol", "kubesched")
+            assert columns(shown, wanted) == columns(block("tutorial-rejected"), wanted)
+
+            *_, explained = await asyncio.to_thread(run_lines, control_plane, "tutorial-fix", REPO)
+            assert (await wait_for(lambda: accepted(3), timeout=30))["status"] == "True"
+            assert appears_in_order(block("tutorial-explain-fixed"), explained), explained
+    finally:
+        await request(api, "DELETE", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kubesched")

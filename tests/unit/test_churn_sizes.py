@@ -7,7 +7,8 @@ from typing import Any, cast
 
 from kubesched.kube.binding import Binder
 from kubesched.kube.event_correlator import LRU, Event, EventCorrelator, ObjectReference
-from kubesched.kube.events import FAILED_SCHEDULING, WARNING, Recorder
+from kubesched.kube.events import Recorder
+from kubesched.kube.reasons import FAILED_SCHEDULING, WARNING
 from kubesched.kube.retry import TokenBucket
 from kubesched.model.objects import Pod, node_from_dict, pod_from_dict
 from kubesched.policy.compile import default_algorithm

@@ -13,15 +13,8 @@ from prometheus_client import REGISTRY
 from structlog.testing import capture_logs
 
 from kubesched.kube.client import STRATEGIC_MERGE_PATCH, TokenBucket
-from kubesched.kube.events import (
-    FAILED_SCHEDULING,
-    NORMAL,
-    SCHEDULED,
-    SERVER_RETRIES,
-    Recorder,
-    scheduled_message,
-    written_count,
-)
+from kubesched.kube.events import SERVER_RETRIES, Recorder, scheduled_message, written_count
+from kubesched.kube.reasons import FAILED_SCHEDULING, NORMAL, SCHEDULED
 from kubesched.model.objects import Pod, pod_from_dict
 from kubesched.telemetry import metrics
 from kubesched_dev.fixtures import make_pod, wait_for

@@ -7,7 +7,6 @@ pkg/scheduler/apis/config/types_pluginargs.go)."""
 from __future__ import annotations
 
 import json
-import re
 import shlex
 from pathlib import Path
 
@@ -17,6 +16,8 @@ from click.testing import CliRunner
 
 from kubesched.cli import main
 from kubesched.policy.store import compile_spec
+
+from ..doc_examples import block
 
 SEED_POLICY = Path(__file__).parents[2] / "examples" / "policies" / "seed-policy.json"
 
@@ -345,22 +346,14 @@ def test_a_profile_name_that_cannot_name_a_policy_needs_name(tmp_path: Path) -> 
     assert yaml.safe_load(result.stdout)["spec"]["schedulerName"] == "My_Scheduler"
 
 
-def readme_block(name: str) -> str:
-    """A fenced block of README.md marked `<!-- readme-test: NAME -->`."""
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    found = re.search(rf"^<!-- readme-test: {name} -->\n```\w*\n(.*?)\n```$", readme, re.M | re.S)
-    assert found, f"README.md has no block marked readme-test: {name}"
-    return found[1]
-
-
-def test_the_readme_kubescheduler_configuration_example_is_what_convert_prints(
+def test_the_documented_kubescheduler_configuration_example_is_what_convert_prints(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    command = shlex.split(readme_block("kubescheduler-convert"))
+    command = shlex.split(block("kubescheduler-convert"))
     assert command[:3] == ["kubesched", "policy", "convert"] and command[-2] == ">"
-    (tmp_path / command[3]).write_text(readme_block("kubescheduler-config") + "\n")
+    (tmp_path / command[3]).write_text(block("kubescheduler-config") + "\n")
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(main, command[1:-2], catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    assert result.stdout == readme_block("kubescheduler-convert-output") + "\n"
+    assert result.stdout == block("kubescheduler-convert-output") + "\n"
     assert result.stderr.startswith("warning: leaderElection: leader election has no SchedulerPolicy")

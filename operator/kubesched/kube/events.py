@@ -46,17 +46,18 @@ from kubesched.kube.event_correlator import (
     spam_key_by_reason,
 )
 from kubesched.kube.pod_conditions import condition_patch
+from kubesched.kube.reasons import (
+    FAILED_SCHEDULING,
+    POD_SCHEDULED,
+    SCHEDULING_GATED,
+    UNSCHEDULABLE,
+    WARNING,
+)
 from kubesched.kube.retry import backoff_delay
 from kubesched.model.objects import Pod
 from kubesched.telemetry import metrics
 
 log = structlog.get_logger(__name__)
-
-NORMAL = "Normal"
-WARNING = "Warning"
-SCHEDULED = "Scheduled"
-FAILED_SCHEDULING = "FailedScheduling"
-UNSCHEDULABLE = "Unschedulable"
 
 JSON = "application/json"
 # Requests in flight. Each spends most of its time waiting for the API server (and, on a busy
@@ -192,7 +193,7 @@ class Recorder:
 
     def gated(self, pod: Pod, message: str) -> None:
         """PodScheduled=False, reason SchedulingGated (no event, as kube-scheduler writes none)."""
-        self._put(_Item(_CONDITION, pod, "", "SchedulingGated", message, time.time()))
+        self._put(_Item(_CONDITION, pod, "", SCHEDULING_GATED, message, time.time()))
 
     def forget(self, pod: Pod) -> None:
         """The pod is gone: a while after its writes queued before are out, what the correlator keeps
@@ -420,7 +421,7 @@ class Recorder:
         self._conditions_queued.pop(key, None)
         pod = item.pod
         assert isinstance(pod, Pod)  # conditions are the pods' alone
-        body = condition_patch("PodScheduled", "False", item.reason, item.message, at=now_rfc3339())
+        body = condition_patch(POD_SCHEDULED, "False", item.reason, item.message, at=now_rfc3339())
         path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/status"
         status, reply = await self._send(send, limiter, "PATCH", path, body, STRATEGIC_MERGE_PATCH)
         if status < 300:

@@ -23,16 +23,13 @@ from typing import Any
 import structlog
 
 from kubesched.kube.client import MERGE_PATCH, STRATEGIC_MERGE_PATCH, Api, TokenBucket, request
-from kubesched.kube.events import NORMAL, Recorder, now_rfc3339
+from kubesched.kube.events import Recorder, now_rfc3339
 from kubesched.kube.pod_conditions import condition_patch
+from kubesched.kube.reasons import DISRUPTION_TARGET, NORMAL, PREEMPTED, PREEMPTION_BY_SCHEDULER
 from kubesched.model.objects import Pod
 from kubesched.telemetry import metrics
 
 log = structlog.get_logger(__name__)
-
-PREEMPTED = "Preempted"
-DISRUPTION_TARGET = "DisruptionTarget"
-PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 
 
 def preempted_message(preemptor: Pod, node_name: str, why: str = "") -> str:

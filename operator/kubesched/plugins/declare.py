@@ -58,6 +58,7 @@ class PredicateSpec:
     mandatory: bool = False  # added to every policy
     argument_key: str = ""  # set for custom predicates: the key of their `argument`
     refused_by_1_20: bool = False  # a name of older releases, kept with their semantics
+    summary: str = ""  # what it checks, in a sentence: the reference page's (docs/reference/plugins.md)
 
     def __call__(self, argument: Mapping[str, Any] | None, settings: PluginSettings) -> tuple[Predicate, ...]:
         checked = _checked("predicate", self.argument_key, argument)
@@ -80,6 +81,7 @@ class PrioritySpec:
     framework: str = ""
     default_weight: int = 0
     argument_key: str = ""  # set for custom priorities: the key of their `argument`
+    summary: str = ""  # what it favours, in a sentence: the reference page's (docs/reference/plugins.md)
 
     def __call__(self, argument: Mapping[str, Any] | None, settings: PluginSettings) -> Priority:
         checked = _checked("priority", self.argument_key, argument)
@@ -102,6 +104,7 @@ def predicate(
     mandatory: bool = False,
     argument_key: str = "",
     refused_by_1_20: bool = False,
+    summary: str = "",
 ) -> PredicateSpec:
     """A predicate's declaration; its name is that of its (first) filter unless given."""
     return PredicateSpec(
@@ -114,6 +117,7 @@ def predicate(
         mandatory,
         argument_key,
         refused_by_1_20,
+        summary,
     )
 
 
@@ -124,9 +128,10 @@ def priority(
     framework: str = "",
     default_weight: int = 0,
     argument_key: str = "",
+    summary: str = "",
 ) -> PrioritySpec:
     """A priority's declaration, under its class's name."""
-    return PrioritySpec(cls.name, cls, aliases, framework, default_weight, argument_key)
+    return PrioritySpec(cls.name, cls, aliases, framework, default_weight, argument_key, summary)
 
 
 _registered: list[Spec] = []

@@ -35,6 +35,17 @@ import msgspec
 
 from kubesched.algorithm.extenders import TransportFactory
 from kubesched.algorithm.generic import Algorithm
+from kubesched.kube.reasons import (
+    ACCEPTED,
+    ACTIVE,
+    IN_FORCE,
+    INVALID,
+    NOT_ACCEPTED,
+    PREVIOUS_GENERATION_IN_FORCE,
+    SHADOW,
+    SUPERSEDED,
+    VALID,
+)
 from kubesched.model.selectors import is_dns1123_subdomain
 from kubesched.policy.compile import PolicyError, compile_policy
 
@@ -51,17 +62,6 @@ SHADOW_MODE: Final = "Shadow"
 # trial, most often on a modest profile, where figures from every pod converge fastest and the
 # cost is measured in status; `spec.shadow.sampleRate` bounds it on a busy one.
 DEFAULT_SAMPLE_RATE: Final = 1.0
-
-ACCEPTED: Final = "Accepted"
-ACTIVE: Final = "Active"
-# Condition reasons.
-VALID: Final = "Valid"
-INVALID: Final = "Invalid"
-IN_FORCE: Final = "InForce"
-PREVIOUS_GENERATION_IN_FORCE: Final = "PreviousGenerationInForce"
-SUPERSEDED: Final = "Superseded"
-NOT_ACCEPTED: Final = "NotAccepted"
-SHADOW: Final = "Shadow"
 
 _LEGACY_HEADER: Final = ("kind", "apiVersion")
 # Real policies are a few KiB; a thousand custom priorities, the CRD's list limit, about 120 KiB.

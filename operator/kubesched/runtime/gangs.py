@@ -23,6 +23,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kubesched.algorithm.gang import GangFitError, GangState
+from kubesched.kube.reasons import (
+    GROUP_SCHEDULED,
+    PLACED,
+    REPLACING,
+    SCHEDULE_TIMEOUT,
+    UNSCHEDULABLE,
+    WAITING_FOR_MEMBERS,
+)
 from kubesched.model.objects import Pod
 from kubesched.model.podgroup import (
     FAILED,
@@ -36,13 +44,6 @@ from kubesched.model.podgroup import (
     pod_group_from_dict,
 )
 
-CONDITION = "Scheduled"
-# Reasons of the Scheduled condition.
-PLACED = "Placed"
-WAITING_FOR_MEMBERS = "WaitingForMembers"
-UNSCHEDULABLE = "Unschedulable"
-SCHEDULE_TIMEOUT = "ScheduleTimeout"
-REPLACING = "ReplacingMembers"
 # A group that has waited this long for room, with no scheduleTimeoutSeconds of its own, may
 # hold the nodes its members fit on (when it is first in line).
 DEFAULT_RESERVE_AFTER = 30.0
@@ -226,7 +227,7 @@ class GangTracker:
             "failed": counts.failed,
             "conditions": [
                 {
-                    "type": CONDITION,
+                    "type": GROUP_SCHEDULED,
                     "status": state,
                     "reason": reason,
                     "message": message,
@@ -362,4 +363,4 @@ def group_lookup(objects: Callable[[str], Mapping[str, Any] | None]) -> Callable
     return lookup
 
 
-__all__ = ["CONDITION", "GangTracker", "group_lookup"]
+__all__ = ["GangTracker", "group_lookup"]

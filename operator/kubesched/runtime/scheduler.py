@@ -40,9 +40,10 @@ from kubesched.algorithm.quota_reclaim import victim_rule
 from kubesched.algorithm.volume_reserve import PodVolumes, ScheduledWithVolumes
 from kubesched.kube.binding import Binder, BindOutcome, BindResult
 from kubesched.kube.event_correlator import ObjectReference
-from kubesched.kube.events import NORMAL, SCHEDULED, WARNING, Recorder, scheduled_message
+from kubesched.kube.events import Recorder, scheduled_message
 from kubesched.kube.eviction import Evictor
 from kubesched.kube.listing import Listing, object_key, stale
+from kubesched.kube.reasons import IGNORED_QUOTA, NORMAL, POD_SCHEDULED, SCHEDULED, SCHEDULING_GATED, WARNING
 from kubesched.model.kinds import ELASTIC_QUOTAS
 from kubesched.model.objects import Node, Pod, node_from_dict, pod_from_dict
 from kubesched.model.podgroup import group_key
@@ -51,11 +52,7 @@ from kubesched.model.quota import KIND as QUOTA_KIND
 from kubesched.model.quota import ElasticQuota, QuotaState, in_one_unit
 from kubesched.model.resources import CPU
 from kubesched.plugins.registry import REQUEUE_KINDS
-from kubesched.plugins.scheduling_gates import (
-    GATED_BIND_CONFLICT,
-    GATED_CONDITION_MESSAGE,
-    REASON_SCHEDULING_GATED,
-)
+from kubesched.plugins.scheduling_gates import GATED_BIND_CONFLICT, GATED_CONDITION_MESSAGE
 from kubesched.runtime.bind_gate import BindGate
 from kubesched.runtime.cache import SchedulerCache
 from kubesched.runtime.gangs import GangTracker, group_lookup
@@ -72,7 +69,6 @@ APPLY_SLICE = 8  # decisions applied (assumed, binds started) per turn of the lo
 GROUP_STATUS_INTERVAL = 0.5  # seconds between two looks at the PodGroups whose status changed
 GROUP_COUNTS_INTERVAL = 5.0
 QUOTA_STATUS_INTERVAL = 0.5  # seconds between two looks at what the ElasticQuotas use
-IGNORED_QUOTA = "IgnoredQuota"  # a status whose phase and reason stand is rewritten at most this often
 POD_GROUP = "PodGroup"
 
 
@@ -818,9 +814,7 @@ def _shows_gated(raw: Mapping[str, Any]) -> bool:
     """Whether the pod's PodScheduled condition already says SchedulingGated."""
     conditions = (raw.get("status") or {}).get("conditions") or ()
     return any(
-        isinstance(c, Mapping)
-        and c.get("type") == "PodScheduled"
-        and c.get("reason") == REASON_SCHEDULING_GATED
+        isinstance(c, Mapping) and c.get("type") == POD_SCHEDULED and c.get("reason") == SCHEDULING_GATED
         for c in conditions
     )
 

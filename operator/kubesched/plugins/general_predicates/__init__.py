@@ -22,5 +22,6 @@ register(
         name="GeneralPredicates",
         order=2,
         default=True,
+        summary="`PodFitsResources`, `HostName`, `PodFitsHostPorts` and `MatchNodeSelector` together.",
     ),
 )

@@ -9,7 +9,12 @@ from kubesched.plugins.declare import priority, register
 from kubesched.plugins.image_locality.scoring import ImageLocalityPriority
 
 register(
-    priority(ImageLocalityPriority, framework="ImageLocality", default_weight=1),
+    priority(
+        ImageLocalityPriority,
+        framework="ImageLocality",
+        default_weight=1,
+        summary="Favours nodes that already have the pod's images, by their size.",
+    ),
 )
 
 __all__ = ["ImageLocalityPriority"]

@@ -21,8 +21,19 @@ from kubesched.plugins.inter_pod_affinity.filtering import (
 from kubesched.plugins.inter_pod_affinity.scoring import InterPodAffinityPriority
 
 register(
-    predicate(MatchInterPodAffinity, order=23, framework="InterPodAffinity", default=True),
-    priority(InterPodAffinityPriority, framework="InterPodAffinity", default_weight=1),
+    predicate(
+        MatchInterPodAffinity,
+        order=23,
+        framework="InterPodAffinity",
+        default=True,
+        summary="Required pod affinity and anti-affinity, the placed pods' anti-affinity included.",
+    ),
+    priority(
+        InterPodAffinityPriority,
+        framework="InterPodAffinity",
+        default_weight=1,
+        summary="Preferred pod affinity and anti-affinity, both ways.",
+    ),
 )
 
 __all__ = [

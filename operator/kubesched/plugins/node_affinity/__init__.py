@@ -16,8 +16,18 @@ from kubesched.plugins.node_affinity.filtering import (
 from kubesched.plugins.node_affinity.scoring import NodeAffinityPriority
 
 register(
-    predicate(MatchNodeSelector, order=5, framework="NodeAffinity"),
-    priority(NodeAffinityPriority, framework="NodeAffinity", default_weight=1),
+    predicate(
+        MatchNodeSelector,
+        order=5,
+        framework="NodeAffinity",
+        summary="The node matches `spec.nodeSelector` and the required node affinity.",
+    ),
+    priority(
+        NodeAffinityPriority,
+        framework="NodeAffinity",
+        default_weight=1,
+        summary="The weights of the preferred node affinity terms the node matches.",
+    ),
 )
 
 __all__ = [

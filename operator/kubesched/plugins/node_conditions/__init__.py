@@ -26,10 +26,33 @@ from kubesched.plugins.node_conditions.filtering import (
 from kubesched.plugins.node_unschedulable.filtering import ERR_REASON_UNSCHEDULABLE
 
 register(
-    predicate(CheckNodeCondition, order=0, refused_by_1_20=True),
-    predicate(CheckNodeMemoryPressure, order=19, refused_by_1_20=True),
-    predicate(CheckNodePIDPressure, order=20, refused_by_1_20=True),
-    predicate(CheckNodeDiskPressure, order=21, refused_by_1_20=True),
+    predicate(
+        CheckNodeCondition,
+        order=0,
+        refused_by_1_20=True,
+        summary=(
+            "The node is `Ready`, its network available, and it is not cordoned "
+            "(older releases; taints replaced it)."
+        ),
+    ),
+    predicate(
+        CheckNodeMemoryPressure,
+        order=19,
+        refused_by_1_20=True,
+        summary="BestEffort pods stay off a node under memory pressure (older releases).",
+    ),
+    predicate(
+        CheckNodePIDPressure,
+        order=20,
+        refused_by_1_20=True,
+        summary="No pod goes to a node under PID pressure (older releases).",
+    ),
+    predicate(
+        CheckNodeDiskPressure,
+        order=21,
+        refused_by_1_20=True,
+        summary="No pod goes to a node under disk pressure (older releases).",
+    ),
 )
 
 __all__ = [

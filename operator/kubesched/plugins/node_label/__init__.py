@@ -16,8 +16,17 @@ from kubesched.plugins.node_label.filtering import (
 from kubesched.plugins.node_label.scoring import NodeLabelPriority
 
 register(
-    predicate(CheckNodeLabelPresence, order=10, argument_key="labelsPresence"),
-    priority(NodeLabelPriority, argument_key="labelPreference"),
+    predicate(
+        CheckNodeLabelPresence,
+        order=10,
+        argument_key="labelsPresence",
+        summary="The listed labels must exist (`presence: true`) or not on the node.",
+    ),
+    priority(
+        NodeLabelPriority,
+        argument_key="labelPreference",
+        summary="Favours nodes that have (`presence: true`) or lack a label.",
+    ),
 )
 
 __all__ = [

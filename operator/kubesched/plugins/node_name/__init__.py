@@ -14,7 +14,9 @@ from kubesched.plugins.node_name.filtering import (
 )
 
 register(
-    predicate(HostName, order=3, framework="NodeName"),
+    predicate(
+        HostName, order=3, framework="NodeName", summary="A pod with `spec.nodeName` fits that node only."
+    ),
 )
 
 __all__ = [

@@ -14,7 +14,13 @@ from kubesched.plugins.node_ports.filtering import (
 )
 
 register(
-    predicate(PodFitsHostPorts, order=4, aliases=("PodFitsPorts",), framework="NodePorts"),
+    predicate(
+        PodFitsHostPorts,
+        order=4,
+        aliases=("PodFitsPorts",),
+        framework="NodePorts",
+        summary="No host port of the pod is taken on the node.",
+    ),
 )
 
 __all__ = [

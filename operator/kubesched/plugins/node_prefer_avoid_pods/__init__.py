@@ -10,7 +10,14 @@ from kubesched.plugins.declare import priority, register
 from kubesched.plugins.node_prefer_avoid_pods.scoring import NodePreferAvoidPodsPriority
 
 register(
-    priority(NodePreferAvoidPodsPriority, default_weight=10000),
+    priority(
+        NodePreferAvoidPodsPriority,
+        default_weight=10000,
+        summary=(
+            "Avoids nodes whose `scheduler.alpha.kubernetes.io/preferAvoidPods` "
+            "annotation names the pod's controller."
+        ),
+    ),
 )
 
 __all__ = ["NodePreferAvoidPodsPriority"]

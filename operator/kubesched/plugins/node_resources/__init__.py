@@ -31,17 +31,39 @@ from kubesched.plugins.node_resources.resource_limits import ResourceLimitsPrior
 from kubesched.plugins.node_resources.scoring_strategy import NodeResourcesFitScore
 
 register(
-    predicate(PodFitsResources, order=6, framework="NodeResourcesFit"),
+    predicate(
+        PodFitsResources,
+        order=6,
+        framework="NodeResourcesFit",
+        summary="The pod's requests fit in the node's allocatable minus what its pods request.",
+    ),
     # 1.32's NodeResourcesFit scores with the LeastAllocated strategy unless its arguments say otherwise.
-    priority(LeastRequestedPriority, framework="NodeResourcesFit", default_weight=1),
-    priority(MostRequestedPriority),
-    priority(BalancedResourceAllocation, framework="NodeResourcesBalancedAllocation", default_weight=1),
+    priority(
+        LeastRequestedPriority,
+        framework="NodeResourcesFit",
+        default_weight=1,
+        summary="Favours nodes with the most cpu and memory left after the pod (spreading).",
+    ),
+    priority(
+        MostRequestedPriority,
+        summary="Favours nodes with the least cpu and memory left after the pod (packing).",
+    ),
+    priority(
+        BalancedResourceAllocation,
+        framework="NodeResourcesBalancedAllocation",
+        default_weight=1,
+        summary="Favours nodes whose cpu and memory use would be closest to each other.",
+    ),
     priority(
         RequestedToCapacityRatioPriority,
         aliases=("RequestedToCapacityRatio",),
         argument_key="requestedToCapacityRatioArguments",
+        summary="Utilisation scored through a broken-line `shape`, per resource.",
     ),
-    priority(ResourceLimitsPriority),
+    priority(
+        ResourceLimitsPriority,
+        summary="A tie-breaker for nodes that could hold the pod's cpu or memory limit.",
+    ),
 )
 
 __all__ = [

@@ -14,7 +14,14 @@ from kubesched.plugins.node_unschedulable.filtering import (
 )
 
 register(
-    predicate(CheckNodeUnschedulable, order=1, framework="NodeUnschedulable", default=True, mandatory=True),
+    predicate(
+        CheckNodeUnschedulable,
+        order=1,
+        framework="NodeUnschedulable",
+        default=True,
+        mandatory=True,
+        summary="A cordoned node (`spec.unschedulable`) takes only pods that tolerate it.",
+    ),
 )
 
 __all__ = [

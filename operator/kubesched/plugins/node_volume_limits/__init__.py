@@ -21,11 +21,40 @@ from kubesched.plugins.node_volume_limits.filtering import (
 )
 
 register(
-    predicate(MaxEBSVolumeCount, order=12, framework="EBSLimits", default=True),
-    predicate(MaxGCEPDVolumeCount, order=13, framework="GCEPDLimits", default=True),
-    predicate(MaxCSIVolumeCount, order=14, framework="NodeVolumeLimits", default=True),
-    predicate(MaxAzureDiskVolumeCount, order=15, framework="AzureDiskLimits", default=True),
-    predicate(MaxCinderVolumeCount, order=16, framework="CinderLimits"),
+    predicate(
+        MaxEBSVolumeCount,
+        order=12,
+        framework="EBSLimits",
+        default=True,
+        summary="AWS EBS volumes on the node stay within its attach limit.",
+    ),
+    predicate(
+        MaxGCEPDVolumeCount,
+        order=13,
+        framework="GCEPDLimits",
+        default=True,
+        summary="GCE persistent disks on the node stay within its attach limit.",
+    ),
+    predicate(
+        MaxCSIVolumeCount,
+        order=14,
+        framework="NodeVolumeLimits",
+        default=True,
+        summary="CSI volumes per driver stay within the limits the node's CSINode reports.",
+    ),
+    predicate(
+        MaxAzureDiskVolumeCount,
+        order=15,
+        framework="AzureDiskLimits",
+        default=True,
+        summary="Azure disks on the node stay within its attach limit.",
+    ),
+    predicate(
+        MaxCinderVolumeCount,
+        order=16,
+        framework="CinderLimits",
+        summary="Cinder volumes on the node stay within its attach limit.",
+    ),
 )
 
 __all__ = [

@@ -18,8 +18,22 @@ from kubesched.plugins.pod_topology_spread.filtering import (
 from kubesched.plugins.pod_topology_spread.scoring import PodTopologySpreadPriority
 
 register(
-    predicate(EvenPodsSpread, order=22, framework="PodTopologySpread", default=True),
-    priority(PodTopologySpreadPriority, framework="PodTopologySpread", default_weight=2),
+    predicate(
+        EvenPodsSpread,
+        order=22,
+        framework="PodTopologySpread",
+        default=True,
+        summary="`topologySpreadConstraints` with `whenUnsatisfiable: DoNotSchedule`.",
+    ),
+    priority(
+        PodTopologySpreadPriority,
+        framework="PodTopologySpread",
+        default_weight=2,
+        summary=(
+            "`topologySpreadConstraints` with `whenUnsatisfiable: ScheduleAnyway`: "
+            "favours the least crowded domains."
+        ),
+    ),
 )
 
 __all__ = [

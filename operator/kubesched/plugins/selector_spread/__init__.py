@@ -10,7 +10,15 @@ from kubesched.plugins.declare import priority, register
 from kubesched.plugins.selector_spread.scoring import SelectorSpreadPriority
 
 register(
-    priority(SelectorSpreadPriority, aliases=("ServiceSpreadingPriority",), default_weight=1),
+    priority(
+        SelectorSpreadPriority,
+        aliases=("ServiceSpreadingPriority",),
+        default_weight=1,
+        summary=(
+            "Spreads the pods of a Service, ReplicaSet, StatefulSet or "
+            "ReplicationController over nodes and zones."
+        ),
+    ),
 )
 
 __all__ = ["SelectorSpreadPriority"]

@@ -17,8 +17,18 @@ from kubesched.plugins.service_affinity.filtering import (
 from kubesched.plugins.service_affinity.scoring import ServiceAntiAffinityPriority
 
 register(
-    predicate(CheckServiceAffinity, order=11, argument_key="serviceAffinity"),
-    priority(ServiceAntiAffinityPriority, aliases=("ServiceAffinity",), argument_key="serviceAntiAffinity"),
+    predicate(
+        CheckServiceAffinity,
+        order=11,
+        argument_key="serviceAffinity",
+        summary="The pods of a Service go to nodes that agree on the listed labels.",
+    ),
+    priority(
+        ServiceAntiAffinityPriority,
+        aliases=("ServiceAffinity",),
+        argument_key="serviceAntiAffinity",
+        summary="Spreads a Service's pods over the values of a node label.",
+    ),
 )
 
 __all__ = [

@@ -20,9 +20,26 @@ from kubesched.plugins.taint_toleration.filtering import (
 from kubesched.plugins.taint_toleration.scoring import TaintTolerationPriority
 
 register(
-    predicate(PodToleratesNodeTaints, order=8, framework="TaintToleration", default=True, mandatory=True),
-    predicate(PodToleratesNodeNoExecuteTaints, order=9, refused_by_1_20=True),
-    priority(TaintTolerationPriority, framework="TaintToleration", default_weight=1),
+    predicate(
+        PodToleratesNodeTaints,
+        order=8,
+        framework="TaintToleration",
+        default=True,
+        mandatory=True,
+        summary="The pod tolerates every `NoSchedule` and `NoExecute` taint of the node.",
+    ),
+    predicate(
+        PodToleratesNodeNoExecuteTaints,
+        order=9,
+        refused_by_1_20=True,
+        summary="The pod tolerates the node's `NoExecute` taints (older releases).",
+    ),
+    priority(
+        TaintTolerationPriority,
+        framework="TaintToleration",
+        default_weight=1,
+        summary="Fewer untolerated `PreferNoSchedule` taints is better.",
+    ),
 )
 
 __all__ = [

@@ -21,7 +21,16 @@ from kubesched.plugins.volume_binding.filtering import (
 )
 
 register(
-    predicate(CheckVolumeBinding, order=17, framework="VolumeBinding", default=True),
+    predicate(
+        CheckVolumeBinding,
+        order=17,
+        framework="VolumeBinding",
+        default=True,
+        summary=(
+            "Bound claims' volumes accept the node; unbound ones can be bound or "
+            "provisioned there (and are, before the pod is bound)."
+        ),
+    ),
 )
 
 __all__ = [

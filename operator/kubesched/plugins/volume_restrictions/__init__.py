@@ -18,7 +18,16 @@ from kubesched.plugins.volume_restrictions.filtering import (
 )
 
 register(
-    predicate(NoDiskConflict, order=7, framework="VolumeRestrictions", default=True),
+    predicate(
+        NoDiskConflict,
+        order=7,
+        framework="VolumeRestrictions",
+        default=True,
+        summary=(
+            "No GCE PD, EBS, iSCSI or RBD disk of the pod is already mounted on the "
+            "node in a conflicting way."
+        ),
+    ),
 )
 
 __all__ = [

@@ -14,7 +14,13 @@ from kubesched.plugins.volume_zone.filtering import (
 )
 
 register(
-    predicate(NoVolumeZoneConflict, order=18, framework="VolumeZone", default=True),
+    predicate(
+        NoVolumeZoneConflict,
+        order=18,
+        framework="VolumeZone",
+        default=True,
+        summary="The zone and region of the pod's bound volumes match the node's.",
+    ),
 )
 
 __all__ = [
