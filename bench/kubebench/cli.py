@@ -41,8 +41,9 @@ from kubesched_dev.devcluster.binaries import ensure_binaries
 from kubesched_dev.fixtures import install_crds
 
 RESULTS_DIR = Path(__file__).resolve().parent.parent / "results"
-# The last size is the memory case: 10,000 pods cached on 5,000 nodes.
-DEFAULT_BATCH = ("1000x2000", "5000x5000", "5000x10000")
+# The small sizes are where the per-pod cost decides (most clusters are small); the last is the memory
+# case: 10,000 pods cached on 5,000 nodes.
+DEFAULT_BATCH = ("200x400", "100x1000", "1000x2000", "5000x5000", "5000x10000")
 DEFAULT_STEADY = "1000x100x30"
 QUICK_BATCH = ("200x400",)
 QUICK_STEADY = "200x50x10"

@@ -13,7 +13,7 @@ from prometheus_client import REGISTRY
 from structlog.testing import capture_logs
 
 from kubesched.kube.client import STRATEGIC_MERGE_PATCH, TokenBucket
-from kubesched.kube.events import SERVER_RETRIES, Recorder, scheduled_message
+from kubesched.kube.events import SERVER_RETRIES, Recorder, scheduled_message, written_count
 from kubesched.kube.reasons import FAILED_SCHEDULING, NORMAL, SCHEDULED
 from kubesched.model.objects import Pod, pod_from_dict
 from kubesched.telemetry import metrics
@@ -331,3 +331,19 @@ def test_thread_cpu_is_exported_by_role_with_the_main_thread_as_the_event_loop()
     assert {"event-loop", "algorithm"} <= set(roles), roles
     assert all(seconds >= 0 for seconds in roles.values())
     assert REGISTRY.get_sample_value("kubesched_thread_cpu_seconds", {"thread": "event-loop"}) is not None
+
+
+@pytest.mark.parametrize(
+    ("reply", "count"),
+    [
+        ('{"kind": "Event", "metadata": {"name": "p.1", "managedFields": [{"f:count": {}}]}, "count": 3}', 3),
+        ('{"kind": "Pod", "metadata": {"name": "p"}, "status": {"conditions": []}}', None),  # a status patch
+    ],
+)
+def test_of_a_write_s_reply_only_the_count_is_read(reply: str, count: int | None) -> None:
+    assert written_count(reply) == {"count": count}
+
+
+def test_a_reply_with_a_count_of_another_type_is_refused_as_the_request_refuses_bad_json() -> None:
+    with pytest.raises(ValueError):  # request() then hands the text on, and the count written is kept
+        written_count('{"count": "three"}')

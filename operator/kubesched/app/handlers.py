@@ -67,20 +67,17 @@ def operator_settings() -> kopf.OperatorSettings:
     return settings
 
 
-def build_registry(login: kopf.ConnectionInfo, policies: PolicyController | None) -> kopf.OperatorRegistry:
-    """The SchedulerPolicy watch, with `policies` (None when their CRD is not installed: Kopf then
-    watches nothing)."""
+def build_registry(login: kopf.ConnectionInfo, policies: PolicyController) -> kopf.OperatorRegistry:
+    """The SchedulerPolicy watch, feeding `policies`."""
     registry = kopf.OperatorRegistry()
 
     @kopf.on.login(registry=registry)
     async def _login(**_: Any) -> kopf.ConnectionInfo:
         return login
 
-    if policies is not None:
-
-        @kopf.on.event(API_GROUP, API_VERSION, PLURAL, registry=registry)
-        async def _policy(event: kopf.RawEvent, **_: Any) -> None:
-            await policies.on_event(event.get("type"), event["object"])
+    @kopf.on.event(API_GROUP, API_VERSION, PLURAL, registry=registry)
+    async def _policy(event: kopf.RawEvent, **_: Any) -> None:
+        await policies.on_event(event.get("type"), event["object"])
 
     return registry
 

@@ -16,6 +16,10 @@ from kubesched.kube.volume_writer import VolumeWriter
 from kubesched.model.objects import Pod
 
 
+def _unread(text: str) -> None:
+    """A successful bind's reply (a Status) says nothing the outcome does not: not parsed."""
+
+
 class BindOutcome(enum.Enum):
     BOUND = "bound"
     CONFLICT = "conflict"  # 409: already assigned, by us or someone else; the watch tells which
@@ -91,7 +95,9 @@ class Binder:
         sent_at = time.time()
         path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/binding"
         try:
-            status, message = await request(self._api, "POST", path, body, timeout=self._timeout)
+            status, message = await request(
+                self._api, "POST", path, body, timeout=self._timeout, decode=_unread
+            )
         except UNREACHABLE_ERRORS as exc:
             return BindResult(BindOutcome.UNREACHABLE, repr(exc), sent_at)
         except aiohttp.ClientError as exc:

@@ -22,6 +22,7 @@ from types import TracebackType
 from typing import Any, Protocol
 
 import aiohttp
+import msgspec
 
 from kubesched import __version__
 from kubesched.kube.kubeconfig import IN_CLUSTER_TOKEN, Endpoint, endpoint, environment_proxy
@@ -200,7 +201,8 @@ class ApiClient:
             method,
             url,
             headers=headers,
-            data=None if body is None else body if isinstance(body, bytes) else json.dumps(body),
+            # msgspec: a tenth of json.dumps's time, and bytes, which aiohttp sends without encoding again.
+            data=None if body is None else body if isinstance(body, bytes) else msgspec.json.encode(body),
             proxy=conf.proxy,
             server_hostname=conf.server_hostname,
             timeout=timeout,

@@ -9,7 +9,8 @@ writes it (`tools/events`): `kubectl describe` reads `count`, newer readers `ser
 occurrence has none, as there.
 
 Off the hot path: the scheduling loop only appends to a bounded hand-off queue (no await, no
-lock, no system call) and never waits for an event. A thread with an event loop, API client and
+lock, no system call) and never waits for an event; while binds are in flight, writes wait for
+them, up to MAX_DEFER. A thread with an event loop, API client and
 rate limiter of its own (as kube-scheduler's separate event client) correlates and writes, many
 requests at a time, one pod's writes in order. When the queue is full, new events are dropped
 and counted. While the API server cannot be reached, events are kept (up to the queue's size)
@@ -32,6 +33,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 import aiohttp
+import msgspec
 import structlog
 
 from kubesched.kube.client import STRATEGIC_MERGE_PATCH, Api, TokenBucket, api_client, request
@@ -70,6 +72,9 @@ RETRY_DELAYS = (0.2, 5.0)
 SERVER_RETRIES = 3  # tries after the first for 429 and 5xx; then the write is given up
 RETRIABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
 REQUEST_TIMEOUT = 15.0
+# While the scheduler is binding (`Recorder.busy`), writes wait up to this many seconds: an event
+# costs the process about what a bind does, and the binds go first.
+MAX_DEFER = 1.0
 DROP_LOG_INTERVAL = 10.0  # at most one log line per this many seconds while events are dropped
 # A pod gone is forgotten by the correlator this many seconds later: an eviction's Preempted event
 # can still be on its way once the victim is deleted.
@@ -133,6 +138,8 @@ class Recorder:
         # A bucket per reason: a flood of FailedScheduling must not silence the pod's Scheduled event.
         self._correlator = correlator or EventCorrelator(time.monotonic, spam_key=spam_key_by_reason)
         self._poll_interval = poll_interval
+        # Read from the recorder thread: whether the scheduler is binding now (run.py sets it).
+        self.busy: Callable[[], bool] = lambda: False
         self._retry_delays = retry_delays
         self._forget_delay = forget_delay
         # The hand-off. deque.append and popleft are atomic; each counter has a single writer
@@ -301,14 +308,18 @@ class Recorder:
 
             async def send(method: str, path: str, body: Any, content_type: str) -> tuple[int, Any]:
                 timeout = REQUEST_TIMEOUT
-                return await request(api, method, path, body, content_type=content_type, timeout=timeout)
+                return await request(
+                    api, method, path, body, content_type=content_type, timeout=timeout, decode=written_count
+                )
 
             yield send
 
     async def _dispatch(self, send: Send, limiter: TokenBucket, slots: asyncio.Semaphore) -> None:
         """Hand each queued write to a task; a pod's writes wait for the one in flight before them."""
         while True:
-            if not self._pending:
+            if not self._pending or (
+                not self._closed and time.time() - self._pending[0].at < MAX_DEFER and self.busy()
+            ):
                 await asyncio.sleep(self._poll_interval)
                 continue
             item = self._pending.popleft()
@@ -450,6 +461,16 @@ class Recorder:
             outage = time.monotonic() - self._unreachable_since
             self._unreachable_since = None
             log.info("events_api_reachable", after_seconds=round(outage, 3), backlog=self.backlog)
+
+
+class _Written(msgspec.Struct):
+    count: int | None = None
+
+
+def written_count(reply: str) -> dict[str, Any]:
+    """Of a successful write's reply, what the recorder reads: the Event's count (an Event is about
+    a kilobyte of JSON, a pod's status several: parsed whole, they cost ten times as much)."""
+    return {"count": msgspec.json.decode(reply, type=_Written).count}
 
 
 def event_body(correlation: Correlation) -> dict[str, Any]:
