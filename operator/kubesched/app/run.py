@@ -170,7 +170,6 @@ async def _start(
     )
     endpoints.cache_view = scheduler.cache.describe
     scheduler.pod_gone = recorder.forget
-    recorder.busy = scheduler.binding
 
     shadows = ShadowRunner(scheduling_settings.seed)
     scheduler.observe = shadows.observe

@@ -9,8 +9,7 @@ writes it (`tools/events`): `kubectl describe` reads `count`, newer readers `ser
 occurrence has none, as there.
 
 Off the hot path: the scheduling loop only appends to a bounded hand-off queue (no await, no
-lock, no system call) and never waits for an event; while binds are in flight, writes wait for
-them, up to MAX_DEFER. A thread with an event loop, API client and
+lock, no system call) and never waits for an event. A thread with an event loop, API client and
 rate limiter of its own (as kube-scheduler's separate event client) correlates and writes, many
 requests at a time, one pod's writes in order. When the queue is full, new events are dropped
 and counted. While the API server cannot be reached, events are kept (up to the queue's size)
@@ -72,9 +71,6 @@ RETRY_DELAYS = (0.2, 5.0)
 SERVER_RETRIES = 3  # tries after the first for 429 and 5xx; then the write is given up
 RETRIABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
 REQUEST_TIMEOUT = 15.0
-# While the scheduler is binding (`Recorder.busy`), writes wait up to this many seconds: an event
-# costs the process about what a bind does, and the binds go first.
-MAX_DEFER = 1.0
 DROP_LOG_INTERVAL = 10.0  # at most one log line per this many seconds while events are dropped
 # A pod gone is forgotten by the correlator this many seconds later: an eviction's Preempted event
 # can still be on its way once the victim is deleted.
@@ -138,8 +134,6 @@ class Recorder:
         # A bucket per reason: a flood of FailedScheduling must not silence the pod's Scheduled event.
         self._correlator = correlator or EventCorrelator(time.monotonic, spam_key=spam_key_by_reason)
         self._poll_interval = poll_interval
-        # Read from the recorder thread: whether the scheduler is binding now (run.py sets it).
-        self.busy: Callable[[], bool] = lambda: False
         self._retry_delays = retry_delays
         self._forget_delay = forget_delay
         # The hand-off. deque.append and popleft are atomic; each counter has a single writer
@@ -317,9 +311,7 @@ class Recorder:
     async def _dispatch(self, send: Send, limiter: TokenBucket, slots: asyncio.Semaphore) -> None:
         """Hand each queued write to a task; a pod's writes wait for the one in flight before them."""
         while True:
-            if not self._pending or (
-                not self._closed and time.time() - self._pending[0].at < MAX_DEFER and self.busy()
-            ):
+            if not self._pending:
                 await asyncio.sleep(self._poll_interval)
                 continue
             item = self._pending.popleft()

@@ -450,10 +450,6 @@ class Scheduler:
                     await asyncio.sleep(0)
             self.first_batch_out.set()
 
-    def binding(self) -> bool:
-        """Whether binds are in flight (safe to ask from another thread)."""
-        return bool(self._binds)
-
     async def drain(self, grace: float = 10.0) -> None:
         """Stop taking pods and let the binds in flight finish."""
         self.queue.close()
