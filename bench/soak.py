@@ -66,7 +66,7 @@ POLICY_STEPS = (  # a policy for our own scheduler name, in turn created, edited
 MERGE_PATCH = "application/merge-patch+json"
 MIB = 1024 * 1024
 # Process-wide figures: not the scheduler's own structures, and allowed to differ at the end.
-PROCESS_KEYS = ("gc.", "asyncio.", "metrics.")
+PROCESS_KEYS = ("gc.", "asyncio.", "metrics.", "tracemalloc.", "python.", "malloc.")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -413,13 +413,13 @@ async def _churn(
         if not process.alive():
             raise SystemExit(f"kubesched exited: {process.log_tail(10)}")
         await asyncio.sleep(0.2)
-    await debug(session, port, "tracemalloc")  # its baseline
     start = await debug(session, port, "sizes") or {}
     result["start_sizes"] = start
     began = time.monotonic()
     churn = Churn(api, args)
     churned = index = 0
     next_sample = 0
+    traced_from_warmup = False
     deadline = began + args.duration if args.duration else float("inf")
     while True:
         if churned >= next_sample or churned >= args.pods or time.monotonic() >= deadline:
@@ -433,11 +433,19 @@ async def _churn(
                 "sizes": sizes,
             }
             samples.append(sample)
+            if not traced_from_warmup and churned >= args.warmup:
+                # What grows after the warm-up, not what the warm-up filled (caches, pools).
+                traced_from_warmup = await debug(session, port, "tracemalloc?rebase=1") is not None
             grown = differences(own(sizes or {}), own(start))
             print(
                 f"{churned:>9,} pods {sample['seconds'] / 60:6.1f} min  RSS {sample['rss_mib']:.1f} MiB  "
                 f"cpu {sample['cpu_s']:.0f} s  stalls {churn.stalls}  "
                 f"gc objects {(sizes or {}).get('gc.objects')}"
+                + (
+                    f"  traced {sizes['tracemalloc.traced_kib'] / 1024:.1f} MiB"
+                    if sizes and "tracemalloc.traced_kib" in sizes
+                    else ""
+                )
                 + (f"  differ: {dict(list(grown.items())[:8])}" if grown and sizes else ""),
                 flush=True,
             )
@@ -458,6 +466,7 @@ async def _churn(
     end = await _settled(session, port, start, args.settle_timeout, exact=True)
     result["end_sizes"] = end
     result["tracemalloc_top"] = await debug(session, port, "tracemalloc")
+    result["tracemalloc_lines"] = await debug(session, port, "tracemalloc?group=lineno")
     slope = slope_per_100k(samples, args.warmup)
     differ = differences(own(end or {}), own(start)) if end is not None else None
     result["summary"] = {

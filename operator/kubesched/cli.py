@@ -188,10 +188,11 @@ _table_or_json_option: Final = click.option(
 )
 def run(**flags: Any) -> None:
     """Run the scheduler."""
-    from kubesched.app.tuning import hold_gc, share_gil
+    from kubesched.app.tuning import fix_mmap_threshold, hold_gc, share_gil
 
     hold_gc()  # from the first import until every listed pod is fed (app/run.py)
     share_gil()
+    fix_mmap_threshold()
     from kubesched.app.settings import RunSettings
 
     settings = RunSettings.from_flags(flags)

@@ -3,6 +3,7 @@ of a running scheduler through `/debug/sizes`, here one structure at a time)."""
 
 from __future__ import annotations
 
+import tracemalloc
 from typing import Any, cast
 
 from kubesched.kube.binding import Binder
@@ -15,7 +16,7 @@ from kubesched.policy.compile import default_algorithm
 from kubesched.runtime.cache import SchedulerCache
 from kubesched.runtime.queue import COMPACT_SLACK, SchedulingQueue
 from kubesched.runtime.scheduler import Scheduler, SchedulerSettings
-from kubesched.telemetry.sizes import container_sizes
+from kubesched.telemetry.sizes import MemoryDiff, container_sizes
 from kubesched_dev.fixtures import make_node, make_pod, wait_for
 
 
@@ -157,3 +158,17 @@ def test_a_queue_never_popped_keeps_no_heap_entry_for_every_pod_gone() -> None:
     assert held(queue=queue)["queue._active"] <= 2 + COMPACT_SLACK
     queue.delete(pod_from_dict(make_pod("stays", "ns")).uid)
     assert held(queue=queue) == {}
+
+
+def test_the_memory_diff_counts_from_its_last_rebase() -> None:
+    tracemalloc.start()
+    try:
+        memory = MemoryDiff()
+        kept = [bytearray(300_000)]  # grown before the rebase: not reported after it
+        memory.top(rebase=True)
+        kept.append(bytearray(500_000))
+        top = memory.top(group="lineno")
+        assert top is not None
+        assert [entry["size_diff"] // 100_000 for entry in top if entry["size_diff"] >= 100_000] == [5]
+    finally:
+        tracemalloc.stop()

@@ -1,7 +1,8 @@
 """The HTTP endpoints on the metrics port: `/metrics`, `/healthz` (alive), `/readyz` (caches synced)
 `/debug/cache` (what the cache holds, read-only: for consistency checks against a listing),
 `/debug/sizes` (the entries of each of the scheduler's maps and sets: telemetry/sizes.py) and
-`/debug/tracemalloc` (allocations grown since its first call, when PYTHONTRACEMALLOC is set).
+`/debug/tracemalloc` (allocations grown since its first call, or since the last `?rebase=1`, by
+traceback or `?group=lineno`, when PYTHONTRACEMALLOC is set).
 
 One small aiohttp server on the event loop: `/healthz` answering at all shows that the loop is
 not stuck, which is what a liveness probe should learn. Every replica is ready once its cache is
@@ -66,8 +67,11 @@ class Endpoints:
         own = self.sizes_view() if self.sizes_view is not None else {}
         return web.json_response({**own, **process_sizes()})
 
-    async def _tracemalloc(self, _: web.Request) -> web.Response:
-        top = self._memory.top()
+    async def _tracemalloc(self, request: web.Request) -> web.Response:
+        group = request.query.get("group", "traceback")
+        if group not in ("traceback", "lineno", "filename"):
+            return web.Response(status=400, text="group: traceback, lineno or filename")
+        top = self._memory.top(group=group, rebase=request.query.get("rebase") == "1")
         if top is None:
             return web.Response(status=404, text="not tracing: set PYTHONTRACEMALLOC=N")
         return web.json_response(top)

@@ -9,7 +9,10 @@ our own objects, so a new structure is reported without being registered anywher
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import ctypes.util
 import gc
+import sys
 import tracemalloc
 from collections import deque
 from collections.abc import Mapping
@@ -61,25 +64,33 @@ def process_sizes() -> dict[str, int]:
     }
     sizes["asyncio.tasks"] = len(asyncio.all_tasks())
     sizes["gc.objects"] = len(gc.get_objects())
+    # Where the RSS goes: Python's small objects, and what glibc's malloc holds in use and free.
+    sizes["python.allocated_blocks"] = sys.getallocatedblocks()
+    sizes.update(_malloc_kib())
+    if tracemalloc.is_tracing():
+        # Beside the RSS: traced memory flat while the RSS grows points at the allocator, not at us.
+        sizes["tracemalloc.traced_kib"] = tracemalloc.get_traced_memory()[0] // 1024
     return sizes
 
 
 class MemoryDiff:
-    """Allocations grown since the first call, by source line, while tracemalloc traces
-    (PYTHONTRACEMALLOC=N in the environment); None when it does not."""
+    """Allocations grown since the baseline (the first call, or the last with `rebase`), by
+    traceback or by line, while tracemalloc traces (PYTHONTRACEMALLOC=N); None when it does not."""
 
     def __init__(self) -> None:
         self._baseline: tracemalloc.Snapshot | None = None
 
-    def top(self, limit: int = 25) -> list[dict[str, Any]] | None:
+    def top(
+        self, limit: int = 25, group: str = "traceback", rebase: bool = False
+    ) -> list[dict[str, Any]] | None:
         if not tracemalloc.is_tracing():
             return None
         snapshot = tracemalloc.take_snapshot().filter_traces(
             (tracemalloc.Filter(False, tracemalloc.__file__),)
         )
-        if self._baseline is None:
+        if self._baseline is None or rebase:
             self._baseline = snapshot
-        diffs = snapshot.compare_to(self._baseline, "traceback")[:limit]
+        diffs = snapshot.compare_to(self._baseline, group)[:limit]
         return [
             {
                 # Innermost frame first, as many as PYTHONTRACEMALLOC keeps.
@@ -90,6 +101,30 @@ class MemoryDiff:
             }
             for d in diffs
         ]
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+            "fordblks", "keepcost",
+        )
+    ]  # fmt: skip
+
+
+def _malloc_kib() -> dict[str, int]:
+    """glibc's bytes in use and free (mallinfo2), in KiB; nothing from another C library."""
+    name = ctypes.util.find_library("c")
+    mallinfo2 = getattr(ctypes.CDLL(name), "mallinfo2", None) if name else None
+    if mallinfo2 is None:
+        return {}
+    mallinfo2.restype = _MallInfo2
+    info = mallinfo2()
+    return {
+        "malloc.in_use_kib": (info.uordblks + info.hblkhd) // 1024,
+        "malloc.free_kib": info.fordblks // 1024,
+    }
 
 
 def _attributes(obj: object) -> list[tuple[str, Any]]:
