@@ -26,7 +26,7 @@ from kubernetes_asyncio.client import ApiClient
 
 from kubesched.kube.client import request
 from kubesched.kube.election import JITTER
-from kubesched.kube.events import SCHEDULED
+from kubesched.kube.reasons import SCHEDULED
 from kubesched.model.objects import pod_from_dict
 from kubesched.model.quota import in_one_unit
 from kubesched_dev import fixtures as testing
