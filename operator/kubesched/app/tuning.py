@@ -5,7 +5,6 @@ run` applies them before it imports anything else (cli.py)."""
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import gc
 import sys
 
@@ -61,7 +60,7 @@ M_MMAP_THRESHOLD = -3  # mallopt's parameter, from glibc's malloc.h
 
 def fix_mmap_threshold() -> None:
     """Keep glibc's mmap threshold at MMAP_THRESHOLD (nothing under another C library)."""
-    name = ctypes.util.find_library("c")
-    mallopt = getattr(ctypes.CDLL(name), "mallopt", None) if name else None
+    # The C library the process has loaded (find_library would spawn ldconfig: 3 ms at start-up).
+    mallopt = getattr(ctypes.CDLL(None), "mallopt", None)
     if mallopt is not None:
         mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)

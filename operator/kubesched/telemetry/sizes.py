@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
-import ctypes.util
 import gc
 import sys
 import tracemalloc
@@ -115,8 +114,7 @@ class _MallInfo2(ctypes.Structure):
 
 def _malloc_kib() -> dict[str, int]:
     """glibc's bytes in use and free (mallinfo2), in KiB; nothing from another C library."""
-    name = ctypes.util.find_library("c")
-    mallinfo2 = getattr(ctypes.CDLL(name), "mallinfo2", None) if name else None
+    mallinfo2 = getattr(ctypes.CDLL(None), "mallinfo2", None)  # the loaded C library's
     if mallinfo2 is None:
         return {}
     mallinfo2.restype = _MallInfo2
