@@ -119,7 +119,7 @@ def schedule_batch(
         try:
             result = profiles[pod.scheduler_name].schedule(pod, view, rng, at)
         except FitError as exc:
-            return exc, view_of, at
+            return exc.as_outcome(), view_of, at
         except Exception as exc:  # a bug
             return exc, view_of, at
         nominated.pop(pod.uid, None)

@@ -349,7 +349,7 @@ def _gang_preemption(
                 node = algorithm.schedule(pod, view, rng, 0).node_name
                 plan[pod.uid] = Preemption(node, (), "nominated while its pod group preempts")
         except FitError as again:
-            failed = again
+            failed = again.as_outcome()
         except Exception:
             return None
         if failed is not None:

@@ -63,6 +63,13 @@ class FitError(Exception):
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.pod, self.num_all_nodes, self.node_reasons, self.pod_error))
 
+    def as_outcome(self) -> FitError:
+        """This error, caught, as a pod's outcome: without its traceback. Its frames hold the snapshots
+        and, through the frame that keeps the outcome, this error again: a cycle that only the
+        collector's rare full collections free, so each unschedulable pod held a few snapshots' worth
+        of NodeInfos for hours (bench/soak.py)."""
+        return self.with_traceback(None)
+
     def reason_counts(self) -> Counter[str]:
         """How many nodes gave each reason."""
         return Counter(reason for reasons in self.node_reasons.values() for reason in reasons)

@@ -318,7 +318,7 @@ class ShadowRunner:
                 pod, snapshot, self._rng, start
             )
         except FitError as exc:
-            shadow = exc
+            shadow = exc.as_outcome()
         verdict = compare(outcome, shadow)
         with self._lock:
             tally = self._tallies.setdefault(key, Tally())
@@ -375,7 +375,7 @@ class ShadowRunner:
                     try:
                         shadow = target.algorithm.schedule(pod, seen, self._rng, at)
                     except FitError as exc:
-                        shadow = exc
+                        shadow = exc.as_outcome()
                     shadow_seen = seen
                 if isinstance(shadow, ScheduleResult | FitError):
                     compared.append((pod, outcome, seen, shadow, shadow_seen))
