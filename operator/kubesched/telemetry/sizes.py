@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import functools
 import gc
 import sys
 import tracemalloc
@@ -112,12 +113,21 @@ class _MallInfo2(ctypes.Structure):
     ]  # fmt: skip
 
 
+@functools.cache
+def _mallinfo2() -> Any:
+    """glibc's mallinfo2 in the loaded C library; None under another. Looked up once: each CDLL
+    made is a reference cycle of its own (a class made for its functions), left to the collector."""
+    mallinfo2 = getattr(ctypes.CDLL(None), "mallinfo2", None)
+    if mallinfo2 is not None:
+        mallinfo2.restype = _MallInfo2
+    return mallinfo2
+
+
 def _malloc_kib() -> dict[str, int]:
     """glibc's bytes in use and free (mallinfo2), in KiB; nothing from another C library."""
-    mallinfo2 = getattr(ctypes.CDLL(None), "mallinfo2", None)  # the loaded C library's
+    mallinfo2 = _mallinfo2()
     if mallinfo2 is None:
         return {}
-    mallinfo2.restype = _MallInfo2
     info = mallinfo2()
     return {
         "malloc.in_use_kib": (info.uordblks + info.hblkhd) // 1024,
