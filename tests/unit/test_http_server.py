@@ -40,3 +40,18 @@ async def test_debug_cache_shows_each_node_s_requests_and_pods_read_only() -> No
         assert view["nodes"]["n1"] == {"milli_cpu": 1500, "memory": 2**30, "pods": [pod.uid]}
         assert view["assumed"] == [pod.uid] and view["orphans"] == {}
         assert (await http.post("/debug/cache")).status == 405
+
+
+class _Cycle:
+    def __init__(self) -> None:
+        self.me = self
+
+
+async def test_debug_garbage_collects_and_counts_what_cycles_held() -> None:
+    endpoints = Endpoints(ready=lambda: True)
+    async with TestClient(TestServer(endpoints.app())) as http:
+        for _ in range(3):
+            _Cycle()
+        found = await (await http.get("/debug/garbage")).json()
+        assert found.get(f"{__name__}._Cycle") == 3, found
+        assert f"{__name__}._Cycle" not in await (await http.get("/debug/garbage")).json()

@@ -1,8 +1,9 @@
 """The HTTP endpoints on the metrics port: `/metrics`, `/healthz` (alive), `/readyz` (caches synced)
 `/debug/cache` (what the cache holds, read-only: for consistency checks against a listing),
-`/debug/sizes` (the entries of each of the scheduler's maps and sets: telemetry/sizes.py) and
+`/debug/sizes` (the entries of each of the scheduler's maps and sets: telemetry/sizes.py),
 `/debug/tracemalloc` (allocations grown since its first call, or since the last `?rebase=1`, by
-traceback or `?group=lineno`, when PYTHONTRACEMALLOC is set).
+traceback or `?group=lineno`, when PYTHONTRACEMALLOC is set) and `/debug/garbage` (a full
+collection, and what it freed by type: what reference cycles held).
 
 One small aiohttp server on the event loop: `/healthz` answering at all shows that the loop is
 not stuck, which is what a liveness probe should learn. Every replica is ready once its cache is
@@ -18,7 +19,7 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
-from kubesched.telemetry.sizes import MemoryDiff, process_sizes
+from kubesched.telemetry.sizes import MemoryDiff, cyclic_garbage, process_sizes
 
 
 class Endpoints:
@@ -39,6 +40,7 @@ class Endpoints:
         app.router.add_get("/debug/cache", self._cache)
         app.router.add_get("/debug/sizes", self._sizes)
         app.router.add_get("/debug/tracemalloc", self._tracemalloc)
+        app.router.add_get("/debug/garbage", self._garbage)
         return app
 
     async def start(self, port: int, host: str | None = None) -> None:
@@ -75,6 +77,9 @@ class Endpoints:
         if top is None:
             return web.Response(status=404, text="not tracing: set PYTHONTRACEMALLOC=N")
         return web.json_response(top)
+
+    async def _garbage(self, _: web.Request) -> web.Response:
+        return web.json_response(cyclic_garbage())
 
     async def _readyz(self, _: web.Request) -> web.Response:
         if self._ready():

@@ -14,7 +14,7 @@ import functools
 import gc
 import sys
 import tracemalloc
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Mapping
 from typing import Any
 
@@ -71,6 +71,20 @@ def process_sizes() -> dict[str, int]:
         # Beside the RSS: traced memory flat while the RSS grows points at the allocator, not at us.
         sizes["tracemalloc.traced_kib"] = tracemalloc.get_traced_memory()[0] // 1024
     return sizes
+
+
+def cyclic_garbage(limit: int = 40) -> dict[str, int]:
+    """Run a full collection and say what it freed, by type: objects in reference cycles, which the
+    collector's rare full collections (app/tuning.py) leave in memory until then."""
+    gc.set_debug(gc.DEBUG_SAVEALL)  # what it frees is kept in gc.garbage, to be counted
+    try:
+        gc.collect()
+        found = Counter(f"{type(obj).__module__}.{type(obj).__qualname__}" for obj in gc.garbage)
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.collect()  # now frees them: cleared from gc.garbage, they are unreachable cycles again
+    return dict(found.most_common(limit))
 
 
 class MemoryDiff:
