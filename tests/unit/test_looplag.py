@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import gc
 import time
+from collections import Counter
 
 import structlog
 
-from kubesched.telemetry.looplag import LoopLagMonitor
+from kubesched.telemetry.looplag import MAX_STALL_SITES, LoopLagMonitor
 
 
 async def test_a_loop_blocked_by_synchronous_work_is_reported_with_how_long() -> None:
@@ -85,3 +86,12 @@ def _spin(seconds: float) -> None:
     end = time.thread_time() + seconds
     while time.thread_time() < end:
         pass
+
+
+def test_the_stall_sites_kept_are_bounded_and_the_most_sampled_stay() -> None:
+    monitor = LoopLagMonitor()
+    for n in range(3 * MAX_STALL_SITES):
+        monitor._stalled = Counter({f"site-{n}": 1, "the usual culprit": 2})
+        monitor.observe(1.0)
+    assert len(monitor.stall_sites) <= MAX_STALL_SITES
+    assert monitor.top_stall_sites(1)[0][0] == "the usual culprit"

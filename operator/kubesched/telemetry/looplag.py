@@ -25,6 +25,9 @@ from kubesched.telemetry import metrics
 log = structlog.get_logger(__name__)
 
 
+MAX_STALL_SITES = 1000  # distinct stacks kept for the last log line
+
+
 class LoopLagMonitor:
     def __init__(self, interval: float = 0.01, warn_after: float = 0.05, warn_every: float = 10.0) -> None:
         self.interval = interval
@@ -106,6 +109,8 @@ class LoopLagMonitor:
         if lag <= self.warn_after:
             return
         self.stall_sites.update(where)
+        if len(self.stall_sites) > MAX_STALL_SITES:  # months of stalls: keep the likeliest culprits
+            self.stall_sites = Counter(dict(self.stall_sites.most_common(MAX_STALL_SITES // 2)))
         now = time.monotonic()
         if record or now - self._warned_at >= self.warn_every:  # a new worst is always told
             self._warned_at = now
