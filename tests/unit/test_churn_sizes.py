@@ -172,3 +172,18 @@ def test_the_memory_diff_counts_from_its_last_rebase() -> None:
         assert [entry["size_diff"] // 100_000 for entry in top if entry["size_diff"] >= 100_000] == [5]
     finally:
         tracemalloc.stop()
+
+
+def test_a_pod_group_deleted_leaves_no_parsed_copy_behind() -> None:
+    scheduler = Scheduler(
+        SchedulerSettings("kubesched"), default_algorithm(), cast(Binder, None), cast(Recorder, Quiet())
+    )
+    start = held(scheduler=scheduler)
+    group = {"metadata": {"namespace": "ns", "name": "g", "resourceVersion": "1"}, "spec": {"minMember": 2}}
+    member = make_pod("m", "ns", scheduler_name="kubesched", labels={"scheduling.x-k8s.io/pod-group": "g"})
+    scheduler.on_object("PodGroup", "ADDED", group)
+    scheduler.on_pod("ADDED", member)  # queued in its group's place in line: the group is parsed
+    assert held(scheduler=scheduler).get("scheduler._pod_group._parsed") == 1
+    scheduler.on_pod("DELETED", member)
+    scheduler.on_object("PodGroup", "DELETED", group)
+    assert held(scheduler=scheduler) == start

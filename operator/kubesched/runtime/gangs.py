@@ -345,22 +345,27 @@ def _rfc3339(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def group_lookup(objects: Callable[[str], Mapping[str, Any] | None]) -> Callable[[str], PodGroup | None]:
-    """A `groups` function for GangTracker over the cache's raw PodGroups, parsed once per version."""
-    parsed: dict[str, tuple[Mapping[str, Any], PodGroup]] = {}
+class GroupLookup:
+    """A `groups` function for GangTracker over the cache's raw PodGroups, each parsed once per
+    version; `forget` a deleted group (nothing would look it up again to find it gone)."""
 
-    def lookup(key: str) -> PodGroup | None:
-        raw = objects(key)
+    def __init__(self, objects: Callable[[str], Mapping[str, Any] | None]) -> None:
+        self._objects = objects
+        self._parsed: dict[str, tuple[Mapping[str, Any], PodGroup]] = {}
+
+    def __call__(self, key: str) -> PodGroup | None:
+        raw = self._objects(key)
         if raw is None:
-            parsed.pop(key, None)
+            self._parsed.pop(key, None)
             return None
-        hit = parsed.get(key)
+        hit = self._parsed.get(key)
         if hit is None or hit[0] is not raw:
             hit = (raw, pod_group_from_dict(raw))
-            parsed[key] = hit
+            self._parsed[key] = hit
         return hit[1]
 
-    return lookup
+    def forget(self, key: str) -> None:
+        self._parsed.pop(key, None)
 
 
-__all__ = ["GangTracker", "group_lookup"]
+__all__ = ["GangTracker", "GroupLookup"]

@@ -55,7 +55,7 @@ from kubesched.plugins.registry import REQUEUE_KINDS
 from kubesched.plugins.scheduling_gates import GATED_BIND_CONFLICT, GATED_CONDITION_MESSAGE
 from kubesched.runtime.bind_gate import BindGate
 from kubesched.runtime.cache import SchedulerCache
-from kubesched.runtime.gangs import GangTracker, group_lookup
+from kubesched.runtime.gangs import GangTracker, GroupLookup
 from kubesched.runtime.nominator import Nominator
 from kubesched.runtime.queue import ACTIVE, QueuedPod, SchedulingQueue
 from kubesched.runtime.volumes import assume_in_cache, forget_in_cache
@@ -131,7 +131,7 @@ class Scheduler:
         # Gated pods whose PodScheduled condition does not say so yet; only a leader writes it.
         self._gated_untold: dict[str, Pod] = {}
         self._leading = False
-        self._pod_group = group_lookup(lambda key: self.cache.get_object(POD_GROUP, key))
+        self._pod_group = GroupLookup(lambda key: self.cache.get_object(POD_GROUP, key))
         self.gangs = GangTracker(self._pod_group, assumed_on=self._assumed_on)
         self.queue.order_of = self._place_in_line
         self._order_quotas()
@@ -276,6 +276,7 @@ class Scheduler:
         old = self.cache.get_object(POD_GROUP, key)
         if event_type == "DELETED":
             self.cache.set_object(POD_GROUP, key, None)
+            self._pod_group.forget(key)
             self.gangs.forget(key)
             if self._status_writer is not None:
                 self._status_writer.forget(key)
