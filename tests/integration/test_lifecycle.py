@@ -93,7 +93,10 @@ class Leftovers:
             return not any(seen[-1].values())
 
         # Threads end and sockets close a moment after being told to: wait, within bounds.
-        await wait_for(clean, timeout=20, interval=0.1, message=f"left behind: {seen[-1:]}")
+        try:
+            await wait_for(clean, timeout=20, interval=0.1, message="left behind")
+        except TimeoutError:
+            raise AssertionError(f"left behind: {seen[-1]}") from None
 
 
 def fail(message: str) -> Callable[..., Any]:

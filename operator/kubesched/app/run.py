@@ -182,8 +182,15 @@ async def _start(
     stack.push_async_callback(policies.close)
     metrics.POLICY_ACCEPTED.track(policies.store.acceptance)
     # Only what the server serves is watched, found while the policies are listed.
-    with step(f"loading the SchedulerPolicies from {server}"):
-        loaded, kinds = await asyncio.gather(policies.load(api), served_kinds(api))
+    discovering = asyncio.create_task(served_kinds(api), name="api-discovery")
+    try:
+        with step(f"loading the SchedulerPolicies from {server}"):
+            loaded = await policies.load(api)
+        kinds = await discovering
+    finally:
+        if not discovering.done():  # the policies failed: no request may outlive the start's client
+            discovering.cancel()
+            await asyncio.wait([discovering])
     reporter = ShadowReporter(
         shadows, policies.store, policies.writer, interval=settings.observability.shadow_status_interval
     )

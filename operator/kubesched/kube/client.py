@@ -1,6 +1,7 @@
 """Connecting to the API server: the scheduler's own small client, and the same endpoint for Kopf.
 
-Every request is raw JSON over one aiohttp session per client. The generated client
+Every request is raw JSON: the unary ones over kube/http1.py's connection pool, watches over an
+aiohttp session (and every request through a proxy). The generated client
 (kubernetes_asyncio) parses into model objects the scheduler never reads, and importing them is
 the largest import of the start-up. Its kubeconfig loader still reads what kube/kubeconfig.py
 cannot (exec plugins, auth providers, ...), imported only then.
@@ -25,6 +26,7 @@ import aiohttp
 import msgspec
 
 from kubesched import __version__
+from kubesched.kube import http1
 from kubesched.kube.kubeconfig import IN_CLUSTER_TOKEN, Endpoint, endpoint, environment_proxy
 from kubesched.kube.retry import TokenBucket as TokenBucket  # re-exported: every request's limiter
 
@@ -153,6 +155,7 @@ class ApiClient:
         if configuration.proxy is None:
             configuration.proxy = environment_proxy(configuration.host)
         self._session: aiohttp.ClientSession | None = None
+        self._pool: http1.Pool | None = None
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None:
@@ -208,7 +211,47 @@ class ApiClient:
             timeout=timeout,
         )
 
+    async def send(
+        self,
+        method: str,
+        path: str,
+        query: Sequence[tuple[str, Any]],
+        headers: Mapping[str, str],
+        body: Any,
+        timeout: float,
+    ) -> tuple[int, bytes]:
+        """One unary request through the connection pool: (status, body). Credentials always go."""
+        conf = self.configuration
+        target = urllib.parse.urlsplit(conf.host)
+        if self._pool is None:
+            self._pool = http1.Pool(
+                conf.endpoint.host,
+                conf.endpoint.port,
+                conf.ssl_context(),
+                conf.server_hostname,
+                conf.connection_pool_maxsize,
+            )
+        data = b"" if body is None else body if isinstance(body, bytes) else msgspec.json.encode(body)
+        query_string = "?" + urllib.parse.urlencode(list(query)) if query else ""
+        lines = [
+            f"{method} {target.path}{path}{query_string} HTTP/1.1",
+            f"Host: {target.netloc}",
+            f"User-Agent: {USER_AGENT}",
+            *(f"{name}: {value}" for name, value in {**conf.endpoint.headers, **headers}.items()),
+        ]
+        token = await conf.authorization() if conf.authorization is not None else None
+        if token:
+            lines.append(f"Authorization: {token}")
+        lines.append(f"Content-Length: {len(data)}\r\n\r\n")
+        return await self._pool.send("\r\n".join(lines).encode() + data, timeout)
+
+    def uses_pool(self) -> bool:
+        """Whether unary requests go through the pool: not through a proxy, which aiohttp speaks to."""
+        return self.configuration.proxy is None
+
     async def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()  # and kept: a request sent after the close fails, as on a closed session
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -244,21 +287,26 @@ async def request(
     successful binding returns a Status, not a Binding); the raw path also skips that cost.
     `decode` parses a successful reply instead of json.loads (a failure's is parsed whole).
     """
-    response = await api.call_api(
-        path,
-        method,
-        query_params=list(query),
-        header_params={"Content-Type": content_type, "Accept": "application/json"},
-        body=body,
-        auth_settings=["BearerToken"],
-        _preload_content=False,
-        _request_timeout=timeout,
-    )
-    try:
-        text = await response.text()
-        status = int(response.status)
-    finally:
-        response.release()
+    headers = {"Content-Type": content_type, "Accept": "application/json"}
+    if isinstance(api, ApiClient) and api.uses_pool():
+        status, data = await api.send(method, path, query, headers, body, timeout)
+        text = data.decode(errors="replace")
+    else:
+        response = await api.call_api(
+            path,
+            method,
+            query_params=list(query),
+            header_params=headers,
+            body=body,
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _request_timeout=timeout,
+        )
+        try:
+            text = await response.text()
+            status = int(response.status)
+        finally:
+            response.release()
     loads = decode if decode is not None and 200 <= status < 300 else json.loads
     try:
         if len(text) > BIG_BODY:
