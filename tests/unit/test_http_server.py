@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 from aiohttp.test_utils import TestClient, TestServer
 
 from kubesched.model.objects import node_from_dict, pod_from_dict
@@ -49,9 +51,13 @@ class _Cycle:
 
 async def test_debug_garbage_collects_and_counts_what_cycles_held() -> None:
     endpoints = Endpoints(ready=lambda: True)
-    async with TestClient(TestServer(endpoints.app())) as http:
-        for _ in range(3):
-            _Cycle()
-        found = await (await http.get("/debug/garbage")).json()
-        assert found.get(f"{__name__}._Cycle") == 3, found
-        assert f"{__name__}._Cycle" not in await (await http.get("/debug/garbage")).json()
+    gc.disable()  # or an automatic collection may free them first
+    try:
+        async with TestClient(TestServer(endpoints.app())) as http:
+            for _ in range(3):
+                _Cycle()
+            found = await (await http.get("/debug/garbage")).json()
+            assert found.get(f"{__name__}._Cycle") == 3, found
+            assert f"{__name__}._Cycle" not in await (await http.get("/debug/garbage")).json()
+    finally:
+        gc.enable()

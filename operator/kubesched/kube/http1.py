@@ -20,7 +20,7 @@ NO_BODY = frozenset((204, 304))
 
 
 class Broken(ConnectionError):
-    """The connection broke, or the reply was cut off or not HTTP/1.1."""
+    """No connection could be made, one broke, or a reply was cut off or not HTTP/1.1."""
 
 
 Connection = tuple[asyncio.StreamReader, asyncio.StreamWriter]
@@ -79,9 +79,12 @@ class Pool:
         return None
 
     async def _connect(self) -> Connection:
-        connection = await asyncio.open_connection(
-            self._host, self._port, ssl=self._context, server_hostname=self._server_hostname
-        )
+        try:
+            connection = await asyncio.open_connection(
+                self._host, self._port, ssl=self._context, server_hostname=self._server_hostname
+            )
+        except OSError as exc:  # refused, unreachable, TLS: the message says which server
+            raise Broken(f"cannot connect to {self._host}:{self._port}: {exc.strerror or exc}") from exc
         if self._closed:  # while it connected
             connection[1].transport.abort()
             raise Broken("the client was closed")
