@@ -162,7 +162,7 @@ async def test_a_connection_the_server_closed_while_idle_is_not_reused(
     pool = await serve(server)
     assert await pool.send(REQUEST, timeout=5) == (200, b"ok")
     # Once the connection's end has reached the idle connection's reader (the pool's own list).
-    await asyncio.wait_for(_until(lambda: all(reader.at_eof() for reader, _ in pool._idle)), 5)
+    await asyncio.wait_for(_until(lambda: all(reader.at_eof() for _, (reader, _) in pool._idle)), 5)
     assert await pool.send(REQUEST, timeout=5) == (200, b"ok")
     assert server.connections == 2
 
@@ -267,3 +267,22 @@ async def test_the_client_writes_path_prefix_query_host_and_credentials() -> Non
     ):
         assert f"\r\n{line}\r\n" in head, head
     assert heads[1] == b'{"a":1}'
+
+
+async def test_connections_idle_past_the_timeout_are_closed() -> None:
+    async def slow(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await asyncio.sleep(0.05)
+        await ok(reader, writer)
+
+    server = Server(slow)
+    listening = await asyncio.start_server(server.serve, "127.0.0.1", 0)
+    pool = Pool("127.0.0.1", listening.sockets[0].getsockname()[1], None, None, limit=4, idle_timeout=0.2)
+    try:
+        await asyncio.gather(*(pool.send(REQUEST, timeout=5) for _ in range(3)))
+        assert server.open == 3
+        await asyncio.sleep(0.3)  # past the idle timeout: closed at the next request's end
+        assert await pool.send(REQUEST, timeout=5) == (200, b"ok")
+        await asyncio.wait_for(_until(lambda: server.open == 1), 5)
+    finally:
+        pool.close()
+        listening.close()

@@ -14,8 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+import time
 
 HEAD_END = b"\r\n\r\n"
+# Seconds a connection may sit idle before it is closed (aiohttp's keep-alive timeout): a burst of
+# binds opens dozens, each holding TLS buffers, and a quiet cluster needs a few.
+IDLE_TIMEOUT = 15.0
 NO_BODY = frozenset((204, 304))
 
 
@@ -30,14 +34,21 @@ class Pool:
     """Up to `limit` connections to one server, each carrying one request at a time."""
 
     def __init__(
-        self, host: str, port: int, context: ssl.SSLContext | None, server_hostname: str | None, limit: int
+        self,
+        host: str,
+        port: int,
+        context: ssl.SSLContext | None,
+        server_hostname: str | None,
+        limit: int,
+        idle_timeout: float = IDLE_TIMEOUT,
     ) -> None:
         self._host, self._port = host, port
         self._context = context
         self._server_hostname = (server_hostname or host) if context is not None else None
         self._limit = limit
         self._slots: asyncio.Semaphore | None = None  # made on the loop that sends
-        self._idle: list[Connection] = []
+        self._idle_timeout = idle_timeout
+        self._idle: list[tuple[float, Connection]] = []  # since when, oldest first
         self._open: set[Connection] = set()  # idle and busy
         self._closed = False
 
@@ -59,9 +70,10 @@ class Pool:
             finally:
                 if connection is not None:
                     if reusable and connection in self._open:  # not closed meanwhile
-                        self._idle.append(connection)
+                        self._idle.append((time.monotonic(), connection))
                     else:
                         self._drop(connection)
+                    self._expire()
 
     def close(self) -> None:
         """Close every connection now: a request in flight fails with Broken, as on a closed session."""
@@ -72,11 +84,17 @@ class Pool:
 
     def _take(self) -> Connection | None:
         while self._idle:
-            reader, writer = self._idle.pop()
+            _, (reader, writer) = self._idle.pop()  # the most recently used
             if not reader.at_eof() and not writer.is_closing():  # the server may have closed it meanwhile
                 return reader, writer
             self._drop((reader, writer))
         return None
+
+    def _expire(self) -> None:
+        """Close the connections idle for longer than the idle timeout."""
+        since = time.monotonic() - self._idle_timeout
+        while self._idle and self._idle[0][0] < since:
+            self._drop(self._idle.pop(0)[1])
 
     async def _connect(self) -> Connection:
         try:
