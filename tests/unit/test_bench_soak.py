@@ -7,7 +7,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from soak import batch_pods, differences, parse_args, slope_per_100k
+from soak import batch_pods, differences, own, parse_args, slope_per_100k
 
 
 def test_the_growth_is_fitted_after_the_warmup_only() -> None:
@@ -23,6 +23,11 @@ def test_a_size_not_reported_counts_as_empty() -> None:
     start = {"queue._pods": 0, "cache._pods": 3}
     assert differences({"cache._pods": 3, "gangs._records": 0}, start) == {}
     assert differences({"cache._pods": 4}, start) == {"cache._pods": [3, 4]}
+
+
+def test_connections_kept_open_and_process_figures_are_not_the_scheduler_s_own() -> None:
+    sizes = {"scheduler._binder._api._pool._idle": 17, "gc.objects": 5, "scheduler.queue._pods": 0}
+    assert own(sizes) == {"scheduler.queue._pods": 0}
 
 
 def test_a_batch_holds_every_kind_of_pod_and_no_more_than_its_size() -> None:

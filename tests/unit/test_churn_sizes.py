@@ -187,3 +187,13 @@ def test_a_pod_group_deleted_leaves_no_parsed_copy_behind() -> None:
     scheduler.on_pod("DELETED", member)
     scheduler.on_object("PodGroup", "DELETED", group)
     assert held(scheduler=scheduler) == start
+
+
+async def test_the_queue_keeps_no_empty_lane_once_its_last_pod_is_taken() -> None:
+    queue = SchedulingQueue()
+    pod = pod_from_dict(make_pod("only", "ns"))
+    queue.add(pod)
+    [entry] = await queue.pop_batch(10)
+    queue.done(entry)
+    queue.delete(pod.uid)
+    assert held(queue=queue) == {}

@@ -304,24 +304,25 @@ class SchedulingQueue:
 
     def _pop_active(self, shares: _Shares | None) -> QueuedPod | None:
         """The next active pod: the best lane head, ranked with its quota's share as it stands."""
-        if shares is None:  # one lane, in upstream's order
-            heap = self._active.get("", [])
+        best: tuple[tuple[int, float, float, int], str] | None = None
+        for lane in [""] if shares is None else list(self._active):  # one lane: upstream's order
+            heap = self._active.get(lane, [])
             while heap and not self._is_active(heap[0][3]):
                 heapq.heappop(heap)  # entries of pods that left the heap are dropped lazily
-            return self._pods[heapq.heappop(heap)[3]] if heap else None
-        best: tuple[tuple[int, float, float, int], list[tuple[int, float, int, str]]] | None = None
-        for lane in list(self._active):
-            heap = self._active[lane]
-            while heap and not self._is_active(heap[0][3]):
-                heapq.heappop(heap)
             if not heap:
-                del self._active[lane]
+                self._active.pop(lane, None)
                 continue
             priority, order, seq, uid = heap[0]
             rank = (priority, shares.rank(self._pods[uid].pod) if shares else 0.0, order, seq)
             if best is None or rank < best[0]:
-                best = (rank, heap)
-        return None if best is None else self._pods[heapq.heappop(best[1])[3]]
+                best = (rank, lane)
+        if best is None:
+            return None
+        heap = self._active[best[1]]
+        uid = heapq.heappop(heap)[3]
+        if not heap:  # an empty lane is no lane: the queue's maps end as they began
+            del self._active[best[1]]
+        return self._pods[uid]
 
     def _is_active(self, uid: str) -> bool:
         entry = self._pods.get(uid)
