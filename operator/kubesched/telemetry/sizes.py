@@ -73,9 +73,10 @@ def process_sizes() -> dict[str, int]:
     return sizes
 
 
-def cyclic_garbage(limit: int = 40) -> dict[str, int]:
-    """Run a full collection and say what it freed, by type: objects in reference cycles, which the
-    collector's rare full collections (app/tuning.py) leave in memory until then."""
+def cyclic_garbage() -> dict[str, int]:
+    """Run a full collection and say what it freed, every type, most first: objects in reference
+    cycles, which the collector's rare full collections (app/tuning.py) leave in memory until then.
+    Every type, not the top few: a handful of ours would hide behind others' thousands."""
     gc.set_debug(gc.DEBUG_SAVEALL)  # what it frees is kept in gc.garbage, to be counted
     try:
         gc.collect()
@@ -84,7 +85,7 @@ def cyclic_garbage(limit: int = 40) -> dict[str, int]:
         gc.set_debug(0)
         gc.garbage.clear()
         gc.collect()  # now frees them: cleared from gc.garbage, they are unreachable cycles again
-    return dict(found.most_common(limit))
+    return dict(found.most_common())
 
 
 class MemoryDiff:
