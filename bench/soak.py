@@ -326,10 +326,20 @@ def slope_per_100k(samples: Sequence[Mapping[str, Any]], warmup: int) -> float |
 
 
 def table(samples: Sequence[Mapping[str, Any]]) -> str:
-    rows = [f"{'pods churned':>12} {'minutes':>8} {'RSS MiB':>8}"]
-    rows += [
-        f"{s['pods']:>12,} {s['seconds'] / 60:>8.1f} {s['rss_mib']:>8.1f}" for s in samples if s["rss_mib"]
-    ]
+    """The RSS by pods churned, beside its two largest parts: glibc's malloc in use and Python's
+    arenas (blank where the scheduler did not report them)."""
+    rows = [f"{'pods churned':>12} {'minutes':>8} {'RSS MiB':>8} {'malloc MiB':>10} {'arenas MiB':>10}"]
+    for s in samples:
+        if not s["rss_mib"]:
+            continue
+        sizes = s.get("sizes") or {}
+        malloc = sizes.get("malloc.in_use_kib")
+        arenas = sizes.get("python.arenas")
+        rows.append(
+            f"{s['pods']:>12,} {s['seconds'] / 60:>8.1f} {s['rss_mib']:>8.1f}"
+            f" {'' if malloc is None else f'{malloc / 1024:.1f}':>10}"
+            f" {'' if arenas is None else arenas:>10}"  # 1 MiB each
+        )
     return "\n".join(rows)
 
 

@@ -64,8 +64,10 @@ def process_sizes() -> dict[str, int]:
     }
     sizes["asyncio.tasks"] = len(asyncio.all_tasks())
     sizes["gc.objects"] = len(gc.get_objects())
-    # Where the RSS goes: Python's small objects, and what glibc's malloc holds in use and free.
+    # Where the RSS goes: Python's small objects and the arenas holding them, and what glibc's malloc
+    # holds in use and free.
     sizes["python.allocated_blocks"] = sys.getallocatedblocks()
+    sizes.update(_pymalloc_kib())
     sizes.update(_malloc_kib())
     if tracemalloc.is_tracing():
         # Beside the RSS: traced memory flat while the RSS grows points at the allocator, not at us.
@@ -129,10 +131,16 @@ class _MallInfo2(ctypes.Structure):
 
 
 @functools.cache
+def _libc() -> ctypes.CDLL:
+    """The loaded C library, looked up once: each CDLL made is a reference cycle of its own (a class
+    made for its functions), left to the collector."""
+    return ctypes.CDLL(None)
+
+
+@functools.cache
 def _mallinfo2() -> Any:
-    """glibc's mallinfo2 in the loaded C library; None under another. Looked up once: each CDLL
-    made is a reference cycle of its own (a class made for its functions), left to the collector."""
-    mallinfo2 = getattr(ctypes.CDLL(None), "mallinfo2", None)
+    """glibc's mallinfo2 in the loaded C library; None under another."""
+    mallinfo2 = getattr(_libc(), "mallinfo2", None)
     if mallinfo2 is not None:
         mallinfo2.restype = _MallInfo2
     return mallinfo2
@@ -148,6 +156,61 @@ def _malloc_kib() -> dict[str, int]:
         "malloc.in_use_kib": (info.uordblks + info.hblkhd) // 1024,
         "malloc.free_kib": info.fordblks // 1024,
     }
+
+
+PYMALLOC_FIGURES = {
+    "# arenas allocated current": "python.arenas",
+    "# bytes in allocated blocks": "python.blocks_kib",
+    "# bytes in available blocks": "python.free_blocks_kib",
+}
+
+
+def _pymalloc_kib() -> dict[str, int]:
+    """Python's own allocator: arenas mapped (1 MiB each), and the bytes of their blocks in use and
+    free. Arenas many times the blocks in use is fragmentation: an arena is unmapped only once every
+    block in it is free. The figures come from the report sys._debugmallocstats() prints, read from
+    a memory stream instead of stderr; nothing when either function is missing."""
+    report = _pymalloc_report()
+    if report is None:
+        return {}
+    libc = _libc()
+    buffer, size = ctypes.c_void_p(), ctypes.c_size_t()
+    stream = libc.open_memstream(ctypes.byref(buffer), ctypes.byref(size))
+    if not stream:
+        return {}
+    try:
+        report(stream)
+    finally:
+        libc.fclose(stream)
+    try:
+        text = ctypes.string_at(buffer, size.value).decode(errors="replace")
+    finally:
+        libc.free(buffer)
+    figures = {}
+    for line in text.splitlines():
+        label, _, value = line.partition("=")
+        name = PYMALLOC_FIGURES.get(label.strip())
+        if name is not None:
+            number = int(value.strip().replace(",", ""))
+            figures[name] = number if name == "python.arenas" else number // 1024
+    return figures
+
+
+@functools.cache
+def _pymalloc_report() -> Any:
+    """CPython's _PyObject_DebugMallocStats, set up to write to a C library's memory stream; None
+    where either is missing."""
+    libc = _libc()
+    report = getattr(ctypes.pythonapi, "_PyObject_DebugMallocStats", None)
+    if report is None or not hasattr(libc, "open_memstream"):
+        return None
+    libc.open_memstream.restype = ctypes.c_void_p
+    libc.open_memstream.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t)]
+    libc.fclose.argtypes = [ctypes.c_void_p]
+    libc.free.argtypes = [ctypes.c_void_p]
+    report.argtypes = [ctypes.c_void_p]
+    report.restype = ctypes.c_int
+    return report
 
 
 def _attributes(obj: object) -> list[tuple[str, Any]]:
