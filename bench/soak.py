@@ -535,8 +535,12 @@ async def _settled(
     while True:
         sizes = await debug(session, port, "sizes")
         if sizes is None:
-            await asyncio.sleep(1.0)  # a checkout without sizes: a moment for the deletes to arrive
-            return None
+            # A request that failed is asked again; a checkout without sizes waits out the timeout,
+            # which gives the deletes time to arrive.
+            if time.monotonic() > deadline:
+                return None
+            await asyncio.sleep(1.0)
+            continue
         settled = not differences(own(sizes), own(start)) if exact else drained(sizes, start)
         if settled or time.monotonic() > deadline:
             return dict(sizes)

@@ -174,6 +174,20 @@ def test_the_memory_diff_counts_from_its_last_rebase() -> None:
         tracemalloc.stop()
 
 
+def test_sizes_are_read_while_another_thread_changes_a_map_of_sets() -> None:
+    class Owner:
+        def __init__(self) -> None:
+            self.owned: dict[str, set[str]] = {"a": Changing({"x"}), "b": {"y"}}
+
+    class Changing(set[str]):
+        def __len__(self) -> int:  # what the recorder's thread may do between two reads
+            owner.owned[f"k{len(owner.owned)}"] = {"z"}
+            return super().__len__()
+
+    owner = Owner()
+    assert held(owner=owner)["owner.owned[*]"] == 2
+
+
 async def test_python_s_arenas_are_counted_as_they_are_mapped_and_unmapped() -> None:
     def figures() -> tuple[int, int]:
         sizes = process_sizes()

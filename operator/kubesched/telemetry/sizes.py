@@ -43,12 +43,10 @@ def container_sizes(roots: Mapping[str, object], depth: int = DEPTH) -> dict[str
             where = f"{path}.{name}"
             if isinstance(value, CONTAINERS):
                 sizes[where] = len(value)
-                if (
-                    isinstance(value, dict)
-                    and value
-                    and all(isinstance(v, CONTAINERS) for v in value.values())
-                ):
-                    sizes[f"{where}[*]"] = sum(len(v) for v in value.values())  # a map of maps: its leaves
+                # Copied in one step: the event recorder's thread changes its maps while this runs.
+                leaves = list(value.values()) if isinstance(value, dict) else []
+                if leaves and all(isinstance(v, CONTAINERS) for v in leaves):
+                    sizes[f"{where}[*]"] = sum(len(v) for v in leaves)  # a map of maps: its leaves
             elif left and type(value).__module__.startswith("kubesched."):
                 inner.append((value, where, left - 1))
         stack.extend(reversed(inner))
