@@ -21,7 +21,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -277,8 +277,10 @@ class Churn:
 # -------------------------------------------------------------------------------------- sampling
 
 
-def rss_mib(pid: int) -> float | None:
-    kib = status_kib(pid, "VmRSS")
+def rss_mib(pid: int, field: str = "VmRSS") -> float | None:
+    """The process's RSS, or the part of it named `field` in /proc/PID/status (RssFile: the pages of
+    its libraries and modules, shared and clean, which the kernel may drop and read again)."""
+    kib = status_kib(pid, field)
     return None if kib is None else kib / 1024
 
 
@@ -314,9 +316,15 @@ def differences(end: Mapping[str, int], start: Mapping[str, int]) -> dict[str, l
     return {k: [start.get(k, 0), end.get(k, 0)] for k in keys if start.get(k, 0) != end.get(k, 0)}
 
 
-def slope_per_100k(samples: Sequence[Mapping[str, Any]], warmup: int) -> float | None:
-    """Least-squares RSS growth in MiB per 100,000 pods over the samples after the warm-up."""
-    points = [(s["pods"], s["rss_mib"]) for s in samples if s["pods"] >= warmup and s["rss_mib"] is not None]
+def slope_per_100k(
+    samples: Sequence[Mapping[str, Any]],
+    warmup: int,
+    key: Callable[[Mapping[str, Any]], float | None] | None = None,
+) -> float | None:
+    """Least-squares growth in MiB per 100,000 pods over the samples after the warm-up: of the RSS, or
+    of what `key` reads off each sample."""
+    read = key or (lambda s: s["rss_mib"])
+    points = [(s["pods"], y) for s in samples if s["pods"] >= warmup and (y := read(s)) is not None]
     if len(points) < 2:
         return None
     mx = sum(x for x, _ in points) / len(points)
@@ -325,18 +333,27 @@ def slope_per_100k(samples: Sequence[Mapping[str, Any]], warmup: int) -> float |
     return sum((x - mx) * (y - my) for x, y in points) / var * 100_000 if var else None
 
 
+def anonymous_mib(sample: Mapping[str, Any]) -> float | None:
+    """The RSS less its file-backed pages: the process's own memory."""
+    rss, file = sample["rss_mib"], sample.get("rss_file_mib")
+    return None if rss is None or file is None else rss - file
+
+
 def table(samples: Sequence[Mapping[str, Any]]) -> str:
-    """The RSS by pods churned, beside its two largest parts: glibc's malloc in use and Python's
-    arenas (blank where the scheduler did not report them)."""
-    rows = [f"{'pods churned':>12} {'minutes':>8} {'RSS MiB':>8} {'malloc MiB':>10} {'arenas MiB':>10}"]
+    """The RSS by pods churned, beside its parts: file-backed pages, glibc's malloc in use and
+    Python's arenas (blank where not reported)."""
+    heads = (("pods churned", 12), ("minutes", 8), ("RSS MiB", 8), ("file MiB", 8), ("malloc MiB", 10))
+    rows = [" ".join(f"{head:>{width}}" for head, width in heads) + f" {'arenas MiB':>10}"]
     for s in samples:
         if not s["rss_mib"]:
             continue
         sizes = s.get("sizes") or {}
         malloc = sizes.get("malloc.in_use_kib")
         arenas = sizes.get("python.arenas")
+        file = s.get("rss_file_mib")
         rows.append(
             f"{s['pods']:>12,} {s['seconds'] / 60:>8.1f} {s['rss_mib']:>8.1f}"
+            f" {'' if file is None else f'{file:.1f}':>8}"
             f" {'' if malloc is None else f'{malloc / 1024:.1f}':>10}"
             f" {'' if arenas is None else arenas:>10}"  # 1 MiB each
         )
@@ -441,6 +458,7 @@ async def _churn(
                 "pods": churned,
                 "seconds": round(time.monotonic() - began, 1),
                 "rss_mib": rss_mib(process.pid),
+                "rss_file_mib": rss_mib(process.pid, "RssFile"),
                 "cpu_s": round(sampler.cpu, 1),
                 "sizes": sizes,
             }
@@ -483,11 +501,15 @@ async def _churn(
     garbage = await debug(session, port, "garbage")
     cycles = None if garbage is None else {k: v for k, v in garbage.items() if k.startswith("kubesched.")}
     slope = slope_per_100k(samples, args.warmup)
+    anonymous = slope_per_100k(samples, args.warmup, anonymous_mib)
     differ = differences(own(end or {}), own(start)) if end is not None else None
     result["summary"] = {
         "pods_churned": churned,
         "stalled_batches": churn.stalls,
         "rss_growth_mib_per_100k_pods_after_warmup": None if slope is None else round(slope, 3),
+        "anonymous_rss_growth_mib_per_100k_pods_after_warmup": None
+        if anonymous is None
+        else round(anonymous, 3),
         "sizes_differing_from_start": differ,
         "cyclic_garbage_of_ours": cycles,
         "cyclic_garbage": garbage,
@@ -500,6 +522,7 @@ async def _churn(
     print(
         f"\nRSS growth after {args.warmup:,} pods: "
         + ("n/a" if slope is None else f"{slope:.2f} MiB per 100,000 pods")
+        + ("" if anonymous is None else f" ({anonymous:.2f} without the file-backed pages)")
     )
     if differ is None:
         print("sizes: not reported (no /debug/sizes)")

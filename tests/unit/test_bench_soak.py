@@ -7,7 +7,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from soak import batch_pods, differences, own, parse_args, slope_per_100k
+from soak import anonymous_mib, batch_pods, differences, own, parse_args, slope_per_100k
 
 
 def test_the_growth_is_fitted_after_the_warmup_only() -> None:
@@ -17,6 +17,17 @@ def test_the_growth_is_fitted_after_the_warmup_only() -> None:
     slope = slope_per_100k(samples, warmup=10_000)
     assert slope is not None and abs(slope - 0.5) < 1e-9
     assert slope_per_100k(samples, warmup=200_000) is None
+
+
+def test_the_anonymous_growth_leaves_out_the_file_backed_pages() -> None:
+    # Libraries paged in as rarer paths run: the RSS grows, the process's own memory does not.
+    samples = [
+        {"pods": pods, "rss_mib": 90.0 + pods / 100_000 * 2.0, "rss_file_mib": 20.0 + pods / 100_000 * 2.0}
+        for pods in range(10_000, 110_000, 10_000)
+    ]
+    assert abs((slope_per_100k(samples, 10_000) or 0.0) - 2.0) < 1e-9
+    assert abs(slope_per_100k(samples, 10_000, anonymous_mib) or 0.0) < 1e-9
+    assert anonymous_mib({"pods": 0, "rss_mib": 90.0}) is None  # an older result: no file figure
 
 
 def test_a_size_not_reported_counts_as_empty() -> None:
