@@ -340,21 +340,23 @@ def anonymous_mib(sample: Mapping[str, Any]) -> float | None:
 
 
 def table(samples: Sequence[Mapping[str, Any]]) -> str:
-    """The RSS by pods churned, beside its parts: file-backed pages, glibc's malloc in use and
-    Python's arenas (blank where not reported)."""
+    """The RSS by pods churned, beside its parts: file-backed pages, glibc's malloc in use (of which
+    mapped: blocks of their own, resident only where written) and Python's arenas (blank where not
+    reported)."""
     heads = (("pods churned", 12), ("minutes", 8), ("RSS MiB", 8), ("file MiB", 8), ("malloc MiB", 10))
-    rows = [" ".join(f"{head:>{width}}" for head, width in heads) + f" {'arenas MiB':>10}"]
+    rows = [" ".join(f"{head:>{width}}" for head, width in heads) + f" {'mapped MiB':>10} {'arenas MiB':>10}"]
     for s in samples:
         if not s["rss_mib"]:
             continue
         sizes = s.get("sizes") or {}
-        malloc = sizes.get("malloc.in_use_kib")
-        arenas = sizes.get("python.arenas")
         file = s.get("rss_file_mib")
+        malloc, mapped = sizes.get("malloc.in_use_kib"), sizes.get("malloc.mapped_kib")
+        arenas = sizes.get("python.arenas")
         rows.append(
             f"{s['pods']:>12,} {s['seconds'] / 60:>8.1f} {s['rss_mib']:>8.1f}"
             f" {'' if file is None else f'{file:.1f}':>8}"
             f" {'' if malloc is None else f'{malloc / 1024:.1f}':>10}"
+            f" {'' if mapped is None else f'{mapped / 1024:.1f}':>10}"
             f" {'' if arenas is None else arenas:>10}"  # 1 MiB each
         )
     return "\n".join(rows)

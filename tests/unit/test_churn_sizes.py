@@ -3,8 +3,11 @@ of a running scheduler through `/debug/sizes`, here one structure at a time)."""
 
 from __future__ import annotations
 
+import ctypes
 import tracemalloc
 from typing import Any, cast
+
+import pytest
 
 from kubesched.kube.binding import Binder
 from kubesched.kube.event_correlator import LRU, Event, EventCorrelator, ObjectReference
@@ -203,6 +206,22 @@ async def test_python_s_arenas_are_counted_as_they_are_mapped_and_unmapped() -> 
     shrunk = figures()
     assert grown[0] >= arenas + 12 and grown[1] >= blocks_kib + 16 * 1024, (arenas, blocks_kib, grown)
     assert shrunk[0] <= grown[0] - 12 and shrunk[1] <= grown[1] - 16 * 1024, (grown, shrunk)
+
+
+@pytest.mark.skipif(not hasattr(ctypes.CDLL(None), "mallinfo2"), reason="glibc's mallinfo2")
+async def test_a_large_block_counts_as_mapped_while_it_is_held() -> None:
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    before = process_sizes()["malloc.mapped_kib"]
+    # Larger than glibc's mmap threshold can rise to (32 MiB): always a mapping of its own.
+    block = libc.malloc(40 << 20)
+    try:
+        held_kib = process_sizes()["malloc.mapped_kib"]
+    finally:
+        libc.free(block)
+    after = process_sizes()["malloc.mapped_kib"]
+    assert held_kib >= before + (40 << 10) and after <= held_kib - (40 << 10), (before, held_kib, after)
 
 
 def test_a_pod_group_deleted_leaves_no_parsed_copy_behind() -> None:
