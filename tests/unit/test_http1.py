@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kubesched.kube.client import ApiClient, Configuration, request
-from kubesched.kube.http1 import Broken, Pool, read_reply
+from kubesched.kube.http1 import LARGE_REPLY, Broken, Pool, read_reply
 from kubesched.kube.kubeconfig import Endpoint
 
 REQUEST = b"POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n{}"
@@ -87,6 +87,7 @@ class Server:
         self.connections = 0
         self.open = 0
         self.most_open = 0
+        self.requests = 0
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
@@ -137,6 +138,25 @@ async def test_requests_in_turn_share_one_connection(serve: Callable[[Server], A
     for _ in range(5):
         assert await pool.send(REQUEST, timeout=5) == (200, b"ok")
     assert server.connections == 1
+
+
+async def test_a_large_reply_closes_its_connection(serve: Callable[[Server], Awaitable[Pool]]) -> None:
+    # Its buffers, written through, would stay resident for as long as the pool kept it.
+    sizes = [2, LARGE_REPLY - 1, LARGE_REPLY, 2, 2]
+
+    async def sized(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        size = sizes[server.requests]
+        server.requests += 1
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % size + b"x" * size)
+        await writer.drain()
+
+    server = Server(sized)
+    pool = await serve(server)
+    for size in list(sizes):
+        assert await pool.send(REQUEST, timeout=5) == (200, b"x" * size)
+    # The first three on one connection, the two after the large reply on a second.
+    await asyncio.wait_for(_until(lambda: server.open == 1), 5)
+    assert server.connections == 2, server.connections
 
 
 async def test_requests_at_once_open_at_most_the_limit(serve: Callable[[Server], Awaitable[Pool]]) -> None:

@@ -21,6 +21,12 @@ HEAD_END = b"\r\n\r\n"
 # binds opens dozens, each holding TLS buffers, and a quiet cluster needs a few.
 IDLE_TIMEOUT = 15.0
 NO_BODY = frozenset((204, 304))
+# A reply at least this large closes its connection rather than returning it to the pool: reading it
+# wrote through the connection's TLS read buffer (256 KiB) and grew OpenSSL's input buffer, and both
+# stay resident until the connection closes. The periodic reconcile's listings, each taken by whichever
+# pooled connection was on top, made the RSS creep for hours (docs/explanation/design.md, "Memory").
+# Binds, events and patches are answered in a few KiB.
+LARGE_REPLY = 64 * 1024
 
 
 class Broken(ConnectionError):
@@ -66,6 +72,7 @@ class Pool:
                     connection = self._take() or await self._connect()
                     connection[1].write(request)
                     status, body, reusable = await read_reply(connection[0])
+                reusable = reusable and len(body) < LARGE_REPLY
                 return status, body
             finally:
                 if connection is not None:
