@@ -152,7 +152,7 @@ async def test_a_large_reply_closes_its_connection(serve: Callable[[Server], Awa
 
     server = Server(sized)
     pool = await serve(server)
-    for size in list(sizes):
+    for size in sizes:
         assert await pool.send(REQUEST, timeout=5) == (200, b"x" * size)
     # The first three on one connection, the two after the large reply on a second.
     await asyncio.wait_for(_until(lambda: server.open == 1), 5)

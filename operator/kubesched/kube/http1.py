@@ -24,7 +24,7 @@ NO_BODY = frozenset((204, 304))
 # A reply at least this large closes its connection rather than returning it to the pool: reading it
 # wrote through the connection's TLS read buffer (256 KiB) and grew OpenSSL's input buffer, and both
 # stay resident until the connection closes. The periodic reconcile's listings, each taken by whichever
-# pooled connection was on top, made the RSS creep for hours (docs/explanation/design.md, "Memory").
+# pooled connection was on top, made the RSS creep (docs/explanation/design.md, "Memory").
 # Binds, events and patches are answered in a few KiB.
 LARGE_REPLY = 64 * 1024
 

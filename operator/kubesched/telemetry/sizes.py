@@ -149,7 +149,7 @@ def _malloc_kib() -> dict[str, int]:
 
     In use counts the blocks served with a mapping of their own (`malloc.mapped_kib`, from 128 KiB
     up: app/tuning.py) at their whole size, though only the pages written to are resident: each TLS
-    connection's 256 KiB read buffer is one, of which a bind's connection writes a few dozen KiB."""
+    connection's 256 KiB read buffer is one, of which a bind's connection writes a few KiB."""
     mallinfo2 = _mallinfo2()
     if mallinfo2 is None:
         return {}
