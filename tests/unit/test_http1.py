@@ -87,7 +87,6 @@ class Server:
         self.connections = 0
         self.open = 0
         self.most_open = 0
-        self.requests = 0
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
@@ -143,10 +142,10 @@ async def test_requests_in_turn_share_one_connection(serve: Callable[[Server], A
 async def test_a_large_reply_closes_its_connection(serve: Callable[[Server], Awaitable[Pool]]) -> None:
     # Its buffers, written through, would stay resident for as long as the pool kept it.
     sizes = [2, LARGE_REPLY - 1, LARGE_REPLY, 2, 2]
+    replies = iter(sizes)
 
     async def sized(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        size = sizes[server.requests]
-        server.requests += 1
+        size = next(replies)
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % size + b"x" * size)
         await writer.drain()
 
