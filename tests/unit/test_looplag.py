@@ -7,9 +7,10 @@ import gc
 import time
 from collections import Counter
 
+import pytest
 import structlog
 
-from kubesched.telemetry.looplag import MAX_STALL_SITES, LoopLagMonitor
+from kubesched.telemetry.looplag import MAX_STALL_SITES, LoopLagMonitor, watchdog_wait
 
 
 async def test_a_loop_blocked_by_synchronous_work_is_reported_with_how_long() -> None:
@@ -95,3 +96,18 @@ def test_the_stall_sites_kept_are_bounded_and_the_most_sampled_stay() -> None:
         monitor.observe(1.0)
     assert len(monitor.stall_sites) <= MAX_STALL_SITES
     assert monitor.top_stall_sites(1)[0][0] == "the usual culprit"
+
+
+def test_the_watchdog_sleeps_until_the_loop_would_be_late_then_samples_often() -> None:
+    # The loop is due to tick at 10.025 and warns past 50 ms: nothing to sample before 10.05.
+    assert watchdog_wait(now=10.0, beat=10.025, warn_after=0.05) == pytest.approx(0.05)
+    # Late by more than half warn_after: a sample every fifth of it.
+    assert watchdog_wait(now=10.06, beat=10.025, warn_after=0.05) == pytest.approx(0.01)
+    # Never more often than every 5 ms.
+    assert watchdog_wait(now=10.0, beat=9.9, warn_after=0.01) == pytest.approx(0.005)
+
+
+def test_the_default_interval_tells_every_stall_half_again_as_long_as_warn_after() -> None:
+    monitor = LoopLagMonitor()
+    # A stall that began just after a tick is seen `interval` short.
+    assert 1.5 * monitor.warn_after - monitor.interval >= monitor.warn_after
