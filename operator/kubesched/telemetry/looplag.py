@@ -7,8 +7,8 @@ A watchdog thread samples the loop thread's stack while it is blocked, so that t
 
 A stall that begins just after the timer ran is seen up to `interval` short, so the interval is half
 `warn_after`: a stall of 1.5 times `warn_after` is always told. Each tick wakes the loop and each
-watch wakes the watchdog, idle or not: at a 10 ms interval, with the watchdog looking every 10 ms,
-the two took 10.7 ms of CPU a second (about 210 us per pod at 50 pods/s).
+look wakes the watchdog, idle or not, so neither runs more often than that needs (the cost of a
+shorter tick: docs/explanation/design.md, "Kept").
 """
 
 from __future__ import annotations
