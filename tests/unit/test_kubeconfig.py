@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import yaml
@@ -14,8 +14,11 @@ from hypothesis import strategies as st
 
 from kubesched.kube import kubeconfig as kubeconfig_module
 from kubesched.kube import listing
+from kubesched.kube.client import Api
+from kubesched.kube.informer import Expired, Informer
 from kubesched.kube.kubeconfig import Endpoint, endpoint, from_kubeconfig
 from kubesched.kube.listing import listing_query
+from kubesched_dev.fixtures import WatchApi
 
 
 def kubeconfig(cluster: dict[str, Any], user: dict[str, Any] | None) -> dict[str, Any]:
@@ -192,6 +195,29 @@ def test_a_lean_listing_decodes_to_what_json_would_build_less_managed_fields(
     decoded = listing.decode_listing(200, body)
     assert decoded == expected and type(decoded) is dict
     assert all(type(item) is dict and type(item["metadata"]) is dict for item in decoded["items"])
+
+
+@given(_listed_objects(), st.sampled_from(["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]))
+def test_a_lean_watch_event_decodes_to_what_json_would_build_less_managed_fields(
+    obj: dict[str, Any], kind: str
+) -> None:
+    # Node and pod watches decode as their listings do; the other kinds' events whole.
+    line = json.dumps({"type": kind, "object": obj}, ensure_ascii=False).encode()
+    expected = json.loads(line)
+    expected["object"]["metadata"].pop("managedFields", None)
+    decoded = listing.decode_watch_event(line, lean=True)
+    assert decoded == expected and type(decoded["object"]["metadata"]) is dict
+    assert listing.decode_watch_event(line, lean=False) == json.loads(line)
+
+
+async def test_a_lean_watch_still_reads_the_code_of_an_error() -> None:
+    # An ERROR's object is a Status, not a node or a pod: decoded lean, its code would be lost.
+    status = {"kind": "Status", "status": "Failure", "message": "too old resource version", "code": 410}
+    line = json.dumps({"type": "ERROR", "object": status}).encode()
+    assert listing.decode_watch_event(line, lean=True) == {"type": "ERROR", "object": status}
+    informer = Informer(cast(Api, WatchApi([line + b"\n"])), "/api/v1/pods", lambda *_: None, lean=True)
+    with pytest.raises(Expired):
+        await informer._watch()
 
 
 @given(_JSON)

@@ -110,7 +110,8 @@ def pod_132(gates: tuple[str, ...] = ("example.com/quota",)) -> dict[str, Any]:
 
 
 async def watched(raw: dict[str, Any]) -> Pod:
-    """The pod the Informer hands on for one ADDED event line, parsed as the scheduler parses it."""
+    """The pod the Informer hands on for one ADDED event line, parsed as the scheduler parses it
+    (watched lean, as app/startup.py watches pods)."""
     seen: list[Pod] = []
 
     def handle(kind: str | None, obj: Mapping[str, Any]) -> None:
@@ -118,7 +119,7 @@ async def watched(raw: dict[str, Any]) -> Pod:
         seen.append(pod_from_dict(obj))
 
     line = json.dumps({"type": "ADDED", "object": raw}).encode() + b"\n"
-    informer = Informer(cast(client.ApiClient, WatchApi([line])), "/api/v1/pods", handle)
+    informer = Informer(cast(client.ApiClient, WatchApi([line])), "/api/v1/pods", handle, lean=True)
     await informer._watch()
     assert informer.resource_version == "2001"
     (pod,) = seen

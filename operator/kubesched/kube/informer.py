@@ -4,7 +4,8 @@ resourceVersion, fed straight to the scheduler, as client-go's informers do for 
 Pods and nodes are the busy streams: every pod is seen pending, then bound, then on each status
 change; nodes report status. Kopf would give each object a task and a queue of its own and run
 every event through its handler machinery, which dominated the event loop under load. Here an
-event costs one JSON parse and the scheduler's own handling. The other kinds the plugins read
+event costs one JSON parse (nodes and pods without managedFields, as listed) and the scheduler's
+own handling. The other kinds the plugins read
 (model/kinds.py) go the same way, so that every kind gets the same re-list and reconcile; only
 SchedulerPolicies, the operator's own resources, stay with Kopf.
 
@@ -18,7 +19,6 @@ went unnoticed.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -30,6 +30,7 @@ from kubesched.kube.listing import (
     SLICE,
     Listing,
     NotServed,
+    decode_watch_event,
     feed_page,
     list_pages,
     list_versioned,
@@ -68,7 +69,7 @@ class Informer:
         self.relisted = relisted  # told the keys of each re-listing, to drop what it lacks
         self.key = key
         self.query = dict(query or {})
-        self.lean = lean  # nodes and pods: listed without managedFields (listing.decode_listing)
+        self.lean = lean  # nodes and pods: listed and watched without managedFields (kube/listing.py)
         self.server_timeout = server_timeout
         self.max_backoff = max_backoff
         self.resource_version = ""
@@ -203,7 +204,7 @@ class Informer:
             handled = 0
             async for line in response.content:
                 if line.strip():
-                    self._event(json.loads(line))
+                    self._event(decode_watch_event(line, lean=self.lean))
                     handled += 1
                     if handled % SLICE == 0:
                         # Reading buffered lines never suspends: a backlog would hold the loop.

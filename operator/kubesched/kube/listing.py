@@ -80,6 +80,17 @@ class ListReply(TypedDict, total=False):
     items: list[Item]
 
 
+class WatchEvent(TypedDict, total=False):
+    """A watch event on nodes or pods: its object decoded as a listed one (Item)."""
+
+    type: Any
+    object: Item
+
+
+_LEAN_EVENT: Final = msgspec.json.Decoder(WatchEvent)
+_WHOLE: Final = msgspec.json.Decoder()
+
+
 class NotServed(RuntimeError):
     """The API server does not serve this resource (e.g. policy/v1 on Kubernetes 1.20)."""
 
@@ -147,6 +158,17 @@ def decode_listing(status: int, body: bytes | str) -> Any:
     if not body:
         return None
     return msgspec.json.decode(body, type=ListReply if 200 <= status < 300 else Any)
+
+
+def decode_watch_event(line: bytes, *, lean: bool) -> Any:
+    """One line of a watch as `json.loads` would build it; a node's or pod's (`lean`) less its
+    managedFields, as in their listings: a pod's events are a third of that field, each decoded
+    in a sixth of the time. An ERROR's Status is decoded whole (its code says whether to re-list)."""
+    if lean:
+        event = _LEAN_EVENT.decode(line)
+        if event.get("type") != "ERROR":
+            return event
+    return _WHOLE.decode(line)
 
 
 def listing_query(
