@@ -5,9 +5,9 @@ Pods and nodes are the busy streams: every pod is seen pending, then bound, then
 change; nodes report status. Kopf would give each object a task and a queue of its own and run
 every event through its handler machinery, which dominated the event loop under load. Here an
 event costs one JSON parse (nodes and pods without managedFields, as listed) and the scheduler's
-own handling. The other kinds the plugins read
-(model/kinds.py) go the same way, so that every kind gets the same re-list and reconcile; only
-SchedulerPolicies, the operator's own resources, stay with Kopf.
+own handling. The other kinds the plugins read (model/kinds.py) go the same way, so that every
+kind gets the same re-list and reconcile; only SchedulerPolicies, the operator's own resources,
+stay with Kopf.
 
 The watch resumes from the last resourceVersion it saw after a disconnect or a server timeout.
 When that version has been compacted away (`410 Gone`) it lists again, replays the listing and

@@ -161,9 +161,9 @@ def decode_listing(status: int, body: bytes | str) -> Any:
 
 
 def decode_watch_event(line: bytes, *, lean: bool) -> Any:
-    """One line of a watch as `json.loads` would build it; a node's or pod's (`lean`) less its
-    managedFields, as in their listings: a pod's events are a third of that field, each decoded
-    in a sixth of the time. An ERROR's Status is decoded whole (its code says whether to re-list)."""
+    """One line of a watch, as `json.loads` would build it; a node's or pod's (`lean`) without its
+    managedFields, decoded as their listings are. An ERROR's object is a Status, decoded whole: its
+    code says whether to list again."""
     if lean:
         event = _LEAN_EVENT.decode(line)
         if event.get("type") != "ERROR":
