@@ -87,3 +87,36 @@ class BindWatcher:
                 # never early); `restarts` in the results says whether that happened.
                 self.restarts += 1
                 await asyncio.sleep(0.1)
+
+
+async def scheduled_events(api: client.ApiClient, namespaces: list[str], want: int, limit: float) -> int:
+    """Wait until the namespaces hold `want` Scheduled events, or `limit` seconds pass, or their
+    watches fail; how many were seen. A scheduler may write them after its last bind (kubesched's
+    recorder waits for the binds), and the run's CPU windows must hold what they cost."""
+    seen: set[str] = set()
+    enough = asyncio.Event()
+    query = [("fieldSelector", "reason=Scheduled")]
+
+    def add(events: list[dict[str, Any]]) -> None:
+        seen.update(event["metadata"]["uid"] for event in events)
+        if len(seen) >= want:
+            enough.set()
+
+    async def count(namespace: str) -> None:
+        path = f"/api/v1/namespaces/{namespace}/events"
+        events, version = await list_items(api, path, query)
+        add(events)
+        async for event in watch_events(api, path, version, query, timeout_seconds=int(limit) + 1):
+            if event.get("type") == "ADDED":
+                add([event["object"]])
+
+    watches = [asyncio.create_task(count(namespace)) for namespace in namespaces]
+    ended = asyncio.gather(*watches, return_exceptions=True)  # a failed watch: stop waiting
+    waiting = asyncio.create_task(enough.wait())
+    try:
+        await asyncio.wait([waiting, ended], timeout=limit, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in [waiting, *watches]:
+            task.cancel()
+        await asyncio.wait([waiting, ended])
+    return len(seen)

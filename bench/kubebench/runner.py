@@ -21,7 +21,7 @@ from kubernetes_asyncio import client
 from kubebench import classes, gangs, quotas, workload
 from kubebench.audit import audit
 from kubebench.kubeapi import call, list_items
-from kubebench.observe import BindWatcher
+from kubebench.observe import BindWatcher, scheduled_events
 from kubebench.procstat import ProcessSampler, machine_busy_seconds, self_cpu_seconds
 from kubebench.schedulers import KUBESCHED_GANGS, KUBESCHED_QUOTAS, NULL, SchedulerConfig, SchedulerProcess
 from kubesched_dev.fixtures import create_nodes, create_pods, post_object
@@ -35,6 +35,8 @@ PENDING = (BATCH, GANG, CLASS, QUOTA)  # every pod exists before the scheduler s
 CANARY = "canary"
 CREATE_CONCURRENCY = 64
 TICK = 0.2
+# The longest the CPU windows wait, after the last bind, for the run's Scheduled events.
+EVENTS_LIMIT = 60.0
 
 # The figures of a run; a run that did not end "ok" keeps none of them.
 FIGURES = (
@@ -250,6 +252,12 @@ async def run_once(ctx: Context, scenario: Scenario, kind: str, repeat: int, ind
         status, detail = await _monitor(
             ctx, scenario, watcher, process, sched, pacer, expected, created_at, label, started
         )
+        if status == OK and kind != NULL:  # the null binder writes no events
+            last_bind = time.monotonic()
+            record["scheduled_events"] = await scheduled_events(
+                ctx.api, namespaces, len(expected), EVENTS_LIMIT
+            )
+            record["events_after_last_bind_s"] = round(time.monotonic() - last_bind, 2)
         ended = time.monotonic()
         sched.sample()
         for sampler in samplers.values():
