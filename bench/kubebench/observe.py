@@ -91,8 +91,8 @@ class BindWatcher:
 
 async def scheduled_events(api: client.ApiClient, namespaces: list[str], want: int, limit: float) -> int:
     """Wait until the namespaces hold `want` Scheduled events, or `limit` seconds pass, or their
-    watches fail; how many were seen. A scheduler may write them after its last bind (kubesched's
-    recorder waits for the binds), and the run's CPU windows must hold what they cost."""
+    watches fail; how many were seen. A scheduler may write them after its last bind (an event
+    recorder runs behind the binds), and the run's CPU windows must hold what they cost."""
     seen: set[str] = set()
     enough = asyncio.Event()
     query = [("fieldSelector", "reason=Scheduled")]
